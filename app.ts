@@ -1,0 +1,214 @@
+import { STATUS_CODES } from 'node:http';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import Fastify, {
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerOptions,
+  type RouteOptions,
+} from 'fastify';
+import openapiGlue from 'fastify-openapi-glue';
+import type { Sql } from './db/sql.js';
+import { type AppError, errors, toAppError } from './errors.js';
+import { createHandlers } from './handlers/index.js';
+import type { Caller, Handler, Handlers, Input, OperationId } from './handlers/types.js';
+import { type Authenticator, createAuthenticators } from './security.js';
+import { loadSpec, type OpenApiDocument, type SpecOperation, specOperations } from './spec.js';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    caller: Caller;
+  }
+}
+
+export interface AppDeps {
+  sql: Sql;
+  /** SHA-256 of the admin X-Auth-Token. */
+  adminTokenHash: Buffer;
+  bodyLimit?: number;
+  logger?: FastifyServerOptions['logger'];
+  /** The parsed openapi.yaml; read from disk when omitted. */
+  spec?: OpenApiDocument;
+}
+
+export const DEFAULT_BODY_LIMIT = 16 * 1024 * 1024;
+
+// ajv-formats is CommonJS; under NodeNext its default import is the module object.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
+
+/**
+ * Request validation straight from the spec's JSON Schema 2020-12, configured so that bodies are
+ * validated as sent: no type coercion, no defaults injected, no unknown properties stripped.
+ */
+function createValidator() {
+  const ajv = new Ajv2020({
+    allErrors: true,
+    coerceTypes: false,
+    useDefaults: false,
+    removeAdditional: false,
+    strict: false,
+  });
+  addFormats(ajv);
+  return ({ schema }: { schema: object }) => {
+    // fastify-openapi-glue gives every recursive schema the same placeholder $id.
+    const id = (schema as { $id?: unknown }).$id;
+    if (typeof id === 'string' && ajv.getSchema(id)) ajv.removeSchema(id);
+    return ajv.compile(schema);
+  };
+}
+
+function isOAuthRoute(request: FastifyRequest): boolean {
+  return request.url.startsWith('/oidc/');
+}
+
+function sendError(err: unknown, request: FastifyRequest, reply: FastifyReply, bodyLimit: number) {
+  const e: AppError = toAppError(err, bodyLimit);
+  if (e.status >= 500) request.log.error({ err: e.cause ?? err, code: e.code }, e.message);
+  reply.code(e.status).headers(e.headers);
+  if (isOAuthRoute(request)) {
+    if (e.status === 401) reply.header('www-authenticate', 'Bearer error="invalid_token"');
+    return reply.type('application/json').send({
+      error: e.oauthError ?? (e.status >= 500 ? 'server_error' : 'invalid_request'),
+      error_description: e.message,
+    });
+  }
+  return reply.type('application/problem+json').send({
+    type: 'about:blank',
+    title: STATUS_CODES[e.status] ?? 'Error',
+    status: e.status,
+    code: e.code,
+    detail: e.message,
+    instance: request.url.split('?')[0],
+    request_id: request.id,
+    ...(e.errors ? { errors: e.errors } : {}),
+  });
+}
+
+/** The security hook of an operation: its first requirement decides (aliases share one authenticator). */
+function authenticatorFor(op: SpecOperation, authenticators: Record<string, Authenticator>) {
+  const first = op.security[0];
+  if (!first || Object.keys(first).length === 0) return undefined;
+  const scheme = Object.keys(first)[0] as string;
+  const authenticate = authenticators[scheme];
+  if (!authenticate) throw new Error(`No authenticator for security scheme ${scheme} of ${op.operationId}`);
+  return authenticate;
+}
+
+function toRouteHandler<Op extends OperationId>(handler: Handler<Op>) {
+  return async (request: FastifyRequest, reply: FastifyReply) => {
+    const input = {
+      params: request.params ?? {},
+      query: request.query ?? {},
+      body: request.body,
+      caller: request.caller,
+      log: request.log,
+    } as Input<Op>;
+    const out = (await handler(input)) as {
+      status: number;
+      body?: unknown;
+      headers?: Record<string, string>;
+    };
+    reply.code(out.status);
+    if (out.headers) reply.headers(out.headers);
+    if (out.body === undefined) return reply.send();
+    return reply.type('application/json').send(out.body);
+  };
+}
+
+export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
+  const spec = deps.spec ?? loadSpec();
+  const bodyLimit = deps.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const operations = new Map(specOperations(spec).map((op) => [op.operationId, op]));
+  const handlers: Handlers = createHandlers({ sql: deps.sql });
+  const authenticators = createAuthenticators({ sql: deps.sql, adminTokenHash: deps.adminTokenHash });
+
+  const missing = [...operations.keys()].filter((id) => !(id in handlers));
+  const extra = Object.keys(handlers).filter((id) => !operations.has(id));
+  if (missing.length || extra.length) {
+    throw new Error(
+      `Handlers do not match openapi.yaml: missing ${missing.join(', ') || '-'}; extra ${extra.join(', ') || '-'}`,
+    );
+  }
+
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    bodyLimit,
+    genReqId: () => crypto.randomUUID(),
+    requestIdHeader: false,
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: false },
+  });
+
+  app.decorateRequest<Caller | null>('caller', null);
+  app.setValidatorCompiler(createValidator());
+  // Responses are sent exactly as the typed handlers build them; the contract test checks them against the spec.
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+
+  // Only JSON bodies are accepted. An empty body is allowed so that a DELETE sent with
+  // "Content-Type: application/json" and nothing else (as the interface describes) works.
+  app.removeAllContentTypeParsers();
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (body === '') return done(null, undefined);
+    parseJson(request, body as string, done);
+  });
+
+  app.setErrorHandler((err, request, reply) => sendError(err, request, reply, bodyLimit));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(
+      errors.routeNotFound(request.method, request.url.split('?')[0] ?? ''),
+      request,
+      reply,
+      bodyLimit,
+    ),
+  );
+
+  await app.register(swagger, { mode: 'static', specification: { document: spec as never } });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+  app.get('/openapi.yaml', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('application/yaml').send(app.swagger({ yaml: true })),
+  );
+
+  await app.register(openapiGlue, {
+    specification: spec,
+    operationResolver: (operationId: string) => {
+      const op = operations.get(operationId) as SpecOperation;
+      const authenticate = authenticatorFor(op, authenticators);
+      const handler = handlers[operationId as OperationId] as Handler<OperationId>;
+      const routeOptions = {
+        handler: toRouteHandler(handler),
+        ...(authenticate
+          ? {
+              onRequest: async (request: FastifyRequest) => {
+                request.caller = await authenticate(request);
+              },
+            }
+          : {}),
+        // Fastify validates a body only when one was sent; a required one must not be skipped.
+        ...(op.bodyRequired
+          ? {
+              preValidation: async (request: FastifyRequest) => {
+                if (request.body === undefined) {
+                  throw errors.validation([
+                    {
+                      in: 'body',
+                      path: '',
+                      message: 'is required: send a JSON object with Content-Type: application/json',
+                    },
+                  ]);
+                }
+              },
+            }
+          : {}),
+      };
+      // The plugin's types demand a full RouteOptions; it merges this partial one into its own.
+      return routeOptions as unknown as RouteOptions;
+    },
+  });
+
+  return app;
+}

@@ -1,0 +1,128 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * Every environment variable the server reads. The descriptions are printed when a variable is
+ * wrong, so they say what is expected rather than what the code does with it.
+ */
+const EnvSchema = Type.Object({
+  PORT: Type.Optional(Type.String({ pattern: '^[0-9]{1,5}$', description: 'an integer from 0 to 65535' })),
+  HOST: Type.Optional(
+    Type.String({ minLength: 1, description: 'an interface address such as 127.0.0.1 or 0.0.0.0' }),
+  ),
+  PUBLIC_URL: Type.Optional(
+    Type.String({ pattern: '^https?://[^/\\s]+(/[^\\s]*)?$', description: 'an absolute http(s) URL' }),
+  ),
+  DATABASE_URL: Type.Optional(
+    Type.String({ pattern: '^postgres(ql)?://', description: 'a postgres:// or postgresql:// URL' }),
+  ),
+  DATA_DIR: Type.Optional(Type.String({ minLength: 1, description: 'a directory path' })),
+  ADMIN_TOKEN: Type.Optional(
+    Type.String({
+      minLength: 32,
+      maxLength: 512,
+      pattern: '^[\\x21-\\x7E]+$',
+      description: 'at least 32 printable ASCII characters without spaces',
+    }),
+  ),
+  LOG_LEVEL: Type.Optional(Type.Union(LOG_LEVELS.map((l) => Type.Literal(l)))),
+  DB_POOL_MAX: Type.Optional(Type.String({ pattern: '^[0-9]+$', description: 'an integer from 1 to 100' })),
+  BODY_LIMIT: Type.Optional(
+    Type.String({ pattern: '^[0-9]+$', description: 'a number of bytes from 1024 to 268435456' }),
+  ),
+});
+type Env = Static<typeof EnvSchema>;
+
+export interface Config {
+  readonly port: number;
+  readonly host: string;
+  readonly publicUrl: string;
+  /** Unset: the embedded PGlite database in `dataDir`. */
+  readonly databaseUrl: string | undefined;
+  readonly dataDir: string;
+  readonly adminToken: string | undefined;
+  readonly logLevel: (typeof LOG_LEVELS)[number];
+  readonly dbPoolMax: number;
+  readonly bodyLimit: number;
+}
+
+export class ConfigError extends Error {
+  readonly problems: string[];
+  constructor(problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.problems = problems;
+  }
+}
+
+function intInRange(
+  problems: string[],
+  name: string,
+  raw: string | undefined,
+  def: number,
+  min: number,
+  max: number,
+) {
+  if (raw === undefined) return def;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    problems.push(`${name}=${JSON.stringify(raw)}: must be an integer from ${min} to ${max}`);
+    return def;
+  }
+  return n;
+}
+
+/** Reads the configuration from `env`, reporting every bad variable at once. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  // Empty strings are how shells unset variables in .env files; treat them as unset.
+  const relevant: Record<string, string> = {};
+  for (const key of Object.keys(EnvSchema.properties)) {
+    const v = env[key];
+    if (v !== undefined && v !== '') relevant[key] = v;
+  }
+
+  const problems: string[] = [];
+  for (const err of Value.Errors(EnvSchema, relevant)) {
+    const name = err.path.replace(/^\//, '');
+    const hint = (err.schema as { description?: string }).description;
+    const shown = name === 'ADMIN_TOKEN' ? '(hidden)' : JSON.stringify(err.value);
+    problems.push(`${name}=${shown}: ${hint ? `must be ${hint}` : err.message}`);
+  }
+  const e = (problems.length === 0 ? relevant : {}) as Env;
+
+  const port = intInRange(problems, 'PORT', e.PORT, 3000, 0, 65535);
+  const dbPoolMax = intInRange(problems, 'DB_POOL_MAX', e.DB_POOL_MAX, 10, 1, 100);
+  const bodyLimit = intInRange(
+    problems,
+    'BODY_LIMIT',
+    e.BODY_LIMIT,
+    16 * 1024 * 1024,
+    1024,
+    256 * 1024 * 1024,
+  );
+
+  if (relevant.DATABASE_URL && !relevant.ADMIN_TOKEN) {
+    problems.push(
+      'ADMIN_TOKEN: is required when DATABASE_URL is set (only the embedded database generates one)',
+    );
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+
+  const host = e.HOST ?? '127.0.0.1';
+  const shownHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+  return Object.freeze({
+    port,
+    host,
+    publicUrl: (
+      e.PUBLIC_URL ?? `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`
+    ).replace(/\/+$/, ''),
+    databaseUrl: e.DATABASE_URL,
+    dataDir: e.DATA_DIR ?? './data',
+    adminToken: e.ADMIN_TOKEN,
+    logLevel: e.LOG_LEVEL ?? 'info',
+    dbPoolMax,
+    bodyLimit,
+  });
+}

@@ -1,0 +1,31 @@
+import postgres from 'postgres';
+import type { Config } from '../config.js';
+import { openEmbedded } from './embedded.js';
+import type { Sql } from './sql.js';
+
+export interface Database {
+  sql: Sql;
+  kind: 'postgres' | 'embedded';
+  close(): Promise<void>;
+}
+
+/** PostgreSQL when DATABASE_URL is set; otherwise embedded PGlite in DATA_DIR, behind one driver. */
+export async function openDatabase(
+  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolMax'>,
+  log?: { info(msg: string): void },
+): Promise<Database> {
+  if (config.databaseUrl) {
+    const sql = postgres(config.databaseUrl, {
+      max: config.dbPoolMax,
+      connect_timeout: 10,
+      idle_timeout: 60,
+      onnotice: () => {},
+      connection: { application_name: 'workplace-platform' },
+    });
+    log?.info(`database: PostgreSQL (pool of ${config.dbPoolMax})`);
+    return { sql, kind: 'postgres', close: () => sql.end({ timeout: 5 }) };
+  }
+  const embedded = await openEmbedded({ dataDir: config.dataDir });
+  log?.info(`database: embedded PGlite in ${config.dataDir}`);
+  return { sql: embedded.sql, kind: 'embedded', close: () => embedded.close() };
+}

@@ -1,0 +1,215 @@
+import type { components } from './generated/openapi.js';
+
+export type ErrorCode = components['schemas']['ErrorCode'];
+export type OAuthErrorCode = components['schemas']['OAuthError']['error'];
+
+export interface FieldError {
+  in: 'body' | 'path' | 'query' | 'header';
+  path: string;
+  message: string;
+}
+
+/**
+ * The one error type handlers and the db layer throw. It carries everything the renderer needs,
+ * so no caller ever sets an error status itself.
+ */
+export class AppError extends Error {
+  readonly status: number;
+  readonly code: ErrorCode;
+  readonly errors: FieldError[] | undefined;
+  /** The OAuth `error` to use when this is rendered on an `/oidc` route. */
+  readonly oauthError: OAuthErrorCode | undefined;
+  readonly headers: Record<string, string>;
+
+  constructor(
+    status: number,
+    code: ErrorCode,
+    message: string,
+    options: {
+      errors?: FieldError[];
+      oauthError?: OAuthErrorCode;
+      headers?: Record<string, string>;
+      cause?: unknown;
+    } = {},
+  ) {
+    super(message, { cause: options.cause });
+    this.name = 'AppError';
+    this.status = status;
+    this.code = code;
+    this.errors = options.errors;
+    this.oauthError = options.oauthError;
+    this.headers = options.headers ?? {};
+  }
+}
+
+/** Seconds a client should wait before retrying when the database is unreachable. */
+export const RETRY_AFTER_SECONDS = 5;
+
+export const errors = {
+  validation: (errs: FieldError[]) =>
+    new AppError(400, 'VALIDATION_FAILED', errs.map((e) => `${e.in}${e.path} ${e.message}`).join('; '), {
+      errors: errs,
+      oauthError: 'invalid_request',
+    }),
+  invalidJson: (message: string) =>
+    new AppError(400, 'INVALID_JSON', `The body is not valid JSON: ${message}`, {
+      oauthError: 'invalid_request',
+    }),
+  badRequest: (message: string, oauthError: OAuthErrorCode = 'invalid_request') =>
+    new AppError(400, 'BAD_REQUEST', message, { oauthError }),
+  unauthorized: (message: string) =>
+    new AppError(401, 'UNAUTHORIZED', message, { oauthError: 'invalid_token' }),
+  forbidden: (message: string) => new AppError(403, 'FORBIDDEN', message),
+  routeNotFound: (method: string, url: string) =>
+    new AppError(404, 'ROUTE_NOT_FOUND', `No route ${method} ${url}.`, { oauthError: 'invalid_request' }),
+  workplaceNotFound: (name: string) =>
+    new AppError(404, 'WORKPLACE_NOT_FOUND', `Workplace '${name}' does not exist.`),
+  workplaceExists: (name: string, existing: string) =>
+    new AppError(
+      409,
+      'WORKPLACE_EXISTS',
+      existing === name
+        ? `Workplace '${name}' already exists.`
+        : `Workplace '${existing}' already exists; names differing only in case cannot coexist.`,
+    ),
+  payloadTooLarge: (limit: number) =>
+    new AppError(413, 'PAYLOAD_TOO_LARGE', `The body exceeds the limit of ${limit} bytes.`, {
+      oauthError: 'invalid_request',
+    }),
+  unsupportedMediaType: (contentType: string | undefined) =>
+    new AppError(
+      415,
+      'UNSUPPORTED_MEDIA_TYPE',
+      `Bodies must be sent as application/json${contentType ? `, not ${contentType}` : ''}.`,
+      { oauthError: 'invalid_request' },
+    ),
+  notImplemented: (operationId: string) =>
+    new AppError(501, 'NOT_IMPLEMENTED', `Operation ${operationId} is not implemented yet.`, {
+      oauthError: 'not_implemented',
+    }),
+  serviceUnavailable: (message: string, cause?: unknown) =>
+    new AppError(503, 'SERVICE_UNAVAILABLE', message, {
+      oauthError: 'temporarily_unavailable',
+      headers: { 'retry-after': String(RETRY_AFTER_SECONDS) },
+      cause,
+    }),
+  internal: (cause?: unknown) =>
+    new AppError(500, 'INTERNAL_ERROR', 'An unexpected error occurred; it has been logged.', {
+      oauthError: 'server_error',
+      cause,
+    }),
+};
+
+interface ErrorLike {
+  code?: unknown;
+  statusCode?: unknown;
+  message?: unknown;
+  validation?: unknown;
+  validationContext?: unknown;
+}
+
+const CONNECTION_ERROR_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+  'CONNECT_TIMEOUT',
+]);
+
+/** SQLSTATE classes that mean "the database is not able to serve us right now". */
+function isUnavailableSqlState(code: string): boolean {
+  return (
+    code.startsWith('08') || // connection exception
+    code.startsWith('53') || // insufficient resources
+    code === '57P01' || // admin shutdown
+    code === '57P02' || // crash shutdown
+    code === '57P03' || // cannot connect now (starting up)
+    code === '40001' || // serialization failure
+    code === '40P01' // deadlock detected
+  );
+}
+
+/**
+ * Maps anything thrown anywhere (our AppError, Fastify's framework errors, PostgreSQL errors) to
+ * an AppError. This is the one place where statuses are chosen for errors we did not create.
+ */
+export function toAppError(err: unknown, bodyLimit: number): AppError {
+  if (err instanceof AppError) return err;
+  const e = (typeof err === 'object' && err !== null ? err : {}) as ErrorLike;
+  const code = typeof e.code === 'string' ? e.code : '';
+  const message = typeof e.message === 'string' ? e.message : String(err);
+
+  if (Array.isArray(e.validation)) return errors.validation(fromAjvErrors(e.validation, e.validationContext));
+  switch (code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return errors.unsupportedMediaType(message.replace(/^Unsupported Media Type:?\s*/i, '') || undefined);
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return errors.payloadTooLarge(bodyLimit);
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return errors.invalidJson(message);
+    case '23505':
+      return new AppError(409, 'DUPLICATE_KEY', 'A unique key is already taken.', { cause: err });
+    case '57014':
+      return errors.serviceUnavailable('The query took too long and was cancelled.', err);
+  }
+  if (err instanceof SyntaxError && e.statusCode === 400) return errors.invalidJson(message);
+  if (CONNECTION_ERROR_CODES.has(code) || (/^[0-9A-Z]{5}$/.test(code) && isUnavailableSqlState(code))) {
+    return errors.serviceUnavailable('The database is unavailable; retry later.', err);
+  }
+  // Fastify's own client errors (bad headers, malformed URLs) carry a 4xx statusCode; keep it.
+  if (
+    typeof e.statusCode === 'number' &&
+    e.statusCode >= 400 &&
+    e.statusCode < 500 &&
+    code.startsWith('FST_')
+  ) {
+    if (e.statusCode === 413) return errors.payloadTooLarge(bodyLimit);
+    if (e.statusCode === 415) return errors.unsupportedMediaType(undefined);
+    return errors.badRequest(message);
+  }
+  return errors.internal(err);
+}
+
+interface AjvErrorLike {
+  instancePath?: string;
+  keyword?: string;
+  message?: string;
+  params?: Record<string, unknown>;
+}
+
+const CONTEXT_TO_IN: Record<string, FieldError['in']> = {
+  body: 'body',
+  params: 'path',
+  querystring: 'query',
+  headers: 'header',
+};
+
+function fromAjvErrors(list: AjvErrorLike[], context: unknown): FieldError[] {
+  const where = CONTEXT_TO_IN[String(context)] ?? 'body';
+  return list.map((a) => {
+    let path = a.instancePath ?? '';
+    let message = a.message ?? 'is invalid';
+    // Name the property itself rather than its parent, so the message says which field is wrong.
+    if (a.keyword === 'additionalProperties' && typeof a.params?.additionalProperty === 'string') {
+      path = `${path}/${escapePointer(a.params.additionalProperty)}`;
+      message = 'is not an allowed property';
+    } else if (a.keyword === 'required' && typeof a.params?.missingProperty === 'string') {
+      path = `${path}/${escapePointer(a.params.missingProperty)}`;
+      message = 'is required';
+    } else if (a.keyword === 'enum' && Array.isArray(a.params?.allowedValues)) {
+      message = `must be one of ${a.params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+    }
+    return { in: where, path, message };
+  });
+}
+
+function escapePointer(s: string): string {
+  return s.replace(/~/g, '~0').replace(/\//g, '~1');
+}

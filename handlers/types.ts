@@ -1,0 +1,53 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Sql } from '../db/sql.js';
+import type { operations } from '../generated/openapi.js';
+
+export type OperationId = keyof operations;
+
+/** Who is calling, as established by the security hook before validation. */
+export type Caller = { kind: 'admin' } | { kind: 'oidc'; workplace: string } | { kind: 'anonymous' };
+
+type JsonContent<T> = T extends { content: { 'application/json': infer B } } ? B : never;
+
+type PathOf<O> = O extends { parameters: { path: infer P } } ? P : Record<string, never>;
+type QueryOf<O> = O extends { parameters: { query?: infer Q } }
+  ? [Q] extends [never]
+    ? Record<string, never>
+    : Q
+  : never;
+type BodyOf<O> = O extends { requestBody: infer R }
+  ? JsonContent<R>
+  : O extends { requestBody?: infer R }
+    ? JsonContent<R> | undefined
+    : undefined;
+
+/** What a handler receives: the validated request, never the Fastify objects. */
+export interface Input<Op extends OperationId> {
+  params: PathOf<operations[Op]>;
+  query: QueryOf<operations[Op]>;
+  body: BodyOf<operations[Op]>;
+  caller: Caller;
+  log: FastifyBaseLogger;
+}
+
+type Responses<Op extends OperationId> = operations[Op]['responses'];
+type SuccessStatus<Op extends OperationId> = Extract<keyof Responses<Op>, 200 | 201 | 202 | 204>;
+
+/**
+ * What a handler returns: one of the operation's success responses, with exactly the body the
+ * spec declares for that status. Error statuses are not representable: handlers throw AppError.
+ */
+export type Output<Op extends OperationId> = {
+  [S in SuccessStatus<Op>]: [JsonContent<Responses<Op>[S]>] extends [never]
+    ? { status: S; headers?: Record<string, string> }
+    : { status: S; body: JsonContent<Responses<Op>[S]>; headers?: Record<string, string> };
+}[SuccessStatus<Op>];
+
+export type Handler<Op extends OperationId> = (input: Input<Op>) => Promise<Output<Op>>;
+
+/** One handler per operationId: a missing or misspelled one fails type-checking. */
+export type Handlers = { [Op in OperationId]: Handler<Op> };
+
+export interface HandlerDeps {
+  sql: Sql;
+}

@@ -1,0 +1,26 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+/** Recognisable prefixes, so that secret scanners can find leaked tokens. */
+export const TOKEN_PREFIX = { admin: 'wpa', oidc: 'wpo' } as const;
+
+/** 256 bits from the CSPRNG, URL-safe, behind a recognisable prefix. */
+export function generateSecret(prefix: string): string {
+  return `${prefix}_${randomBytes(32).toString('base64url')}`;
+}
+
+export function hashSecret(secret: string): Buffer {
+  return createHash('sha256').update(secret, 'utf8').digest();
+}
+
+/**
+ * Compares a presented secret with a stored hash in constant time. Hashing first makes both
+ * sides the same length, so not even the length of the secret leaks.
+ */
+export function secretMatchesHash(presented: string, storedHash: Buffer): boolean {
+  const h = hashSecret(presented);
+  return h.length === storedHash.length && timingSafeEqual(h, storedHash);
+}
+
+export function secretsEqual(presented: string, stored: string): boolean {
+  return secretMatchesHash(presented, hashSecret(stored));
+}

@@ -1,0 +1,56 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
+
+export const SPEC_PATH = fileURLToPath(new URL('./openapi.yaml', import.meta.url));
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
+
+type SecurityRequirement = Record<string, string[]>;
+
+export interface SpecOperation {
+  operationId: string;
+  method: string;
+  /** The OpenAPI path, `/v1/workplaces/{name}`. */
+  path: string;
+  /** Alternatives, in order; `[]` means public. */
+  security: SecurityRequirement[];
+  bodyRequired: boolean;
+}
+
+export interface OpenApiDocument {
+  paths: Record<
+    string,
+    Record<
+      string,
+      { operationId?: string; security?: SecurityRequirement[]; requestBody?: { required?: boolean } }
+    >
+  >;
+  security?: SecurityRequirement[];
+  components: { securitySchemes: Record<string, { type: string; name?: string; in?: string }> };
+  [key: string]: unknown;
+}
+
+export function loadSpec(path = SPEC_PATH): OpenApiDocument {
+  return parse(readFileSync(path, 'utf8')) as OpenApiDocument;
+}
+
+/** Every operation of the spec, with its effective security requirements. */
+export function specOperations(spec: OpenApiDocument): SpecOperation[] {
+  const ops: SpecOperation[] = [];
+  for (const [path, item] of Object.entries(spec.paths)) {
+    for (const method of HTTP_METHODS) {
+      const op = item[method];
+      if (!op) continue;
+      if (!op.operationId) throw new Error(`${method.toUpperCase()} ${path} has no operationId`);
+      ops.push({
+        operationId: op.operationId,
+        method: method.toUpperCase(),
+        path,
+        security: op.security ?? spec.security ?? [],
+        bodyRequired: op.requestBody?.required === true,
+      });
+    }
+  }
+  return ops;
+}

@@ -1,0 +1,125 @@
+import { randomInt } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import postgres from 'postgres';
+import { buildApp } from '../../app.js';
+import { openEmbedded } from '../../db/embedded.js';
+import { migrate } from '../../db/migrate.js';
+import type { Sql } from '../../db/sql.js';
+import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
+import { createResponseChecker } from './contract.js';
+
+export interface RequestOptions {
+  method: 'GET' | 'POST' | 'DELETE' | 'PUT' | 'PATCH' | 'HEAD' | 'OPTIONS';
+  url: string;
+  /** JSON-encoded unless `payload` is given. */
+  body?: unknown;
+  /** A raw body, sent as is. */
+  payload?: string | Buffer;
+  /** The X-Auth-Token; defaults to the admin token, `null` sends none. */
+  token?: string | null;
+  headers?: Record<string, string>;
+}
+
+export interface TestResponse {
+  status: number;
+  headers: Record<string, string | string[] | number | undefined>;
+  text: string;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON bodies
+  body: any;
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  sql: Sql;
+  adminToken: string;
+  databaseKind: 'postgres' | 'embedded';
+  request(options: RequestOptions): Promise<TestResponse>;
+  /** Creates a workplace with a random name and returns the name. */
+  createWorkplace(): Promise<string>;
+  close(): Promise<void>;
+}
+
+const LETTERS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
+
+/** A random Latin-letters-only name, unique enough for one workplace per test. */
+export function randomName(prefix = 't'): string {
+  let s = prefix;
+  for (let i = 0; i < 16; i++) s += LETTERS[randomInt(LETTERS.length)];
+  return s;
+}
+
+/** The database the suite runs on: PostgreSQL when DATABASE_URL is set, else in-memory PGlite. */
+export async function openTestDatabase(): Promise<{
+  sql: Sql;
+  kind: 'postgres' | 'embedded';
+  close(): Promise<void>;
+}> {
+  const url = process.env.DATABASE_URL;
+  if (url) {
+    const sql = postgres(url, { max: 4, onnotice: () => {} });
+    return { sql, kind: 'postgres', close: () => sql.end({ timeout: 5 }) };
+  }
+  const db = await openEmbedded({ dataDir: 'memory://' });
+  return { sql: db.sql, kind: 'embedded', close: () => db.close() };
+}
+
+/** Builds the same app the server builds, on a real database, with every response checked against the spec. */
+export async function startTestApp(): Promise<TestApp> {
+  const db = await openTestDatabase();
+  await migrate(db.sql);
+  const adminToken = generateSecret(TOKEN_PREFIX.admin);
+  const app = await buildApp({ sql: db.sql, adminTokenHash: hashSecret(adminToken) });
+  await app.ready();
+  const check = createResponseChecker();
+
+  const request = async (o: RequestOptions): Promise<TestResponse> => {
+    const headers: Record<string, string> = {};
+    const token = o.token === undefined ? adminToken : o.token;
+    if (token !== null) headers['x-auth-token'] = token;
+    let payload: string | Buffer | undefined = o.payload;
+    if (payload === undefined && o.body !== undefined) {
+      payload = JSON.stringify(o.body);
+      headers['content-type'] = 'application/json';
+    }
+    Object.assign(headers, o.headers);
+    const res = await app.inject({
+      method: o.method,
+      url: o.url,
+      headers,
+      ...(payload !== undefined ? { payload } : {}),
+    });
+    const contentType = res.headers['content-type'];
+    check(
+      o.method,
+      o.url,
+      res.statusCode,
+      typeof contentType === 'string' ? contentType : undefined,
+      res.body,
+    );
+    let body: unknown;
+    try {
+      body = res.body === '' ? undefined : JSON.parse(res.body);
+    } catch {
+      body = undefined;
+    }
+    return { status: res.statusCode, headers: res.headers, text: res.body, body };
+  };
+
+  return {
+    app,
+    sql: db.sql,
+    adminToken,
+    databaseKind: db.kind,
+    request,
+    async createWorkplace() {
+      const name = randomName();
+      const res = await request({ method: 'POST', url: '/v1/workplaces', body: { name } });
+      if (res.status !== 201) throw new Error(`could not create workplace: ${res.status} ${res.text}`);
+      return name;
+    },
+    async close() {
+      await app.close();
+      await db.close();
+    },
+  };
+}

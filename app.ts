@@ -4,10 +4,10 @@ import swaggerUi from '@fastify/swagger-ui';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import Fastify, {
+  type FastifyBaseLogger,
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
-  type FastifyServerOptions,
   type RouteOptions,
 } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
@@ -29,7 +29,8 @@ export interface AppDeps {
   /** SHA-256 of the admin X-Auth-Token. */
   adminTokenHash: Buffer;
   bodyLimit?: number;
-  logger?: FastifyServerOptions['logger'];
+  /** A pino logger; none when omitted (tests). */
+  logger?: FastifyBaseLogger;
   /** The parsed openapi.yaml; read from disk when omitted. */
   spec?: OpenApiDocument;
 }
@@ -134,7 +135,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   }
 
   const app = Fastify({
-    logger: deps.logger ?? false,
+    ...(deps.logger ? { loggerInstance: deps.logger } : { logger: false }),
     bodyLimit,
     genReqId: () => crypto.randomUUID(),
     requestIdHeader: false,
@@ -155,6 +156,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     if (body === '') return done(null, undefined);
     parseJson(request, body as string, done);
   });
+  // The spec declares problem+json for responses only; registering a parser that refuses it keeps
+  // fastify-openapi-glue from warning about a missing one, and requests sent with it still get 415.
+  app.addContentTypeParser('application/problem+json', (request, _payload, done) =>
+    done(errors.unsupportedMediaType(request.headers['content-type']), undefined),
+  );
 
   app.setErrorHandler((err, request, reply) => sendError(err, request, reply, bodyLimit));
   app.setNotFoundHandler((request, reply) =>

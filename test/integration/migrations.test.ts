@@ -1,0 +1,85 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openEmbedded } from '../../db/embedded.js';
+import { loadMigrations, migrate } from '../../db/migrate.js';
+import type { Sql } from '../../db/sql.js';
+import { openTestDatabase } from '../helpers/app.js';
+
+describe('migrations on the suite database', () => {
+  it('are idempotent: a second run applies nothing', async () => {
+    const db = await openTestDatabase();
+    try {
+      await migrate(db.sql);
+      expect(await migrate(db.sql)).toEqual([]);
+      const rows = await db.sql<{ name: string }[]>`select name from schema_migrations order by version`;
+      expect(rows.map((r) => r.name)).toEqual((await loadMigrations()).map((m) => m.name));
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('serialise concurrent runs under the advisory lock', async () => {
+    const db = await openTestDatabase();
+    try {
+      const results = await Promise.all([migrate(db.sql), migrate(db.sql), migrate(db.sql)]);
+      const applied = results.flat();
+      expect(new Set(applied).size, 'no migration applied twice').toBe(applied.length);
+      const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from schema_migrations`;
+      expect(row?.n).toBe((await loadMigrations()).length);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+// Tampering needs a database of its own, so these always run on a throwaway embedded one.
+describe('migration safety', () => {
+  let sql: Sql;
+  let close: () => Promise<void>;
+  let dir: string;
+  beforeAll(async () => {
+    const db = await openEmbedded({ dataDir: 'memory://' });
+    sql = db.sql;
+    close = db.close;
+    dir = await mkdtemp(join(tmpdir(), 'migrations-'));
+  });
+  afterAll(async () => {
+    await close?.();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('applies new files in order, records checksums, and refuses edited or unknown ones', async () => {
+    await writeFile(join(dir, '0001_first.sql'), 'create table a (x int);');
+    await writeFile(join(dir, '0002_second.sql'), 'create table b (y int); insert into a values (1);');
+    await writeFile(join(dir, 'notes.txt'), 'ignored');
+    expect(await migrate(sql, dir)).toEqual(['0001_first.sql', '0002_second.sql']);
+    const [row] = await sql<{ checksum: string }[]>`select checksum from schema_migrations where version = 1`;
+    expect(row?.checksum).toMatch(/^[0-9a-f]{64}$/);
+
+    await writeFile(join(dir, '0003_third.sql'), 'alter table b add column z int;');
+    expect(await migrate(sql, dir)).toEqual(['0003_third.sql']);
+
+    await writeFile(join(dir, '0001_first.sql'), 'create table a (x bigint);');
+    await expect(migrate(sql, dir)).rejects.toThrow(/0001_first\.sql was edited/);
+    await writeFile(join(dir, '0001_first.sql'), 'create table a (x int);');
+
+    await sql`insert into schema_migrations (version, name, checksum) values (9, '0009_future.sql', 'x')`;
+    await expect(migrate(sql, dir)).rejects.toThrow(/0009_future\.sql.*does not know/);
+    await sql`delete from schema_migrations where version = 9`;
+  });
+
+  it('rolls back a failing migration completely', async () => {
+    await writeFile(join(dir, '0004_broken.sql'), 'create table c (x int); select * from no_such_table;');
+    await expect(migrate(sql, dir)).rejects.toThrow(/no_such_table/);
+    const [exists] = await sql<
+      { n: number }[]
+    >`select count(*)::int as n from pg_tables where tablename = 'c'`;
+    expect(exists?.n).toBe(0);
+    const [applied] = await sql<
+      { n: number }[]
+    >`select count(*)::int as n from schema_migrations where version = 4`;
+    expect(applied?.n).toBe(0);
+  });
+});

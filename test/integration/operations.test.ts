@@ -1,0 +1,219 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadSpec, type SpecOperation, specOperations } from '../../spec.js';
+import { randomName, startTestApp, type TestApp } from '../helpers/app.js';
+
+const spec = loadSpec();
+const ops = specOperations(spec);
+
+let t: TestApp;
+let workplace: string;
+let otherWorkplace: string;
+let oidcToken: string;
+let otherOidcToken: string;
+
+async function oidcTokenOf(name: string): Promise<string> {
+  const [row] = await t.sql<{ token: string }[]>`
+    select s.token from oidc_settings s join workplaces w on w.id = s.workplace_id where w.name = ${name}`;
+  if (!row) throw new Error(`no settings for ${name}`);
+  return row.token;
+}
+
+beforeAll(async () => {
+  t = await startTestApp();
+  workplace = await t.createWorkplace();
+  otherWorkplace = await t.createWorkplace();
+  oidcToken = await oidcTokenOf(workplace);
+  otherOidcToken = await oidcTokenOf(otherWorkplace);
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+const SAMPLE_PARAMS: Record<string, string> = { storage_name: 'users', index_name: 'byEmail', id: 'abc' };
+
+/** A request that passes validation: path parameters filled in and the spec's own example as the body. */
+function validRequest(op: SpecOperation, name: string) {
+  const url = op.path.replace(/\{(\w+)\}/g, (_m, p: string) =>
+    p === 'name' ? name : (SAMPLE_PARAMS[p] ?? 'x'),
+  );
+  const operation = (spec.paths[op.path] as Record<string, Record<string, unknown>>)[
+    op.method.toLowerCase()
+  ] as {
+    requestBody?: {
+      content: Record<string, { examples?: Record<string, { value?: unknown; $ref?: string }> }>;
+    };
+  };
+  const example = Object.values(operation.requestBody?.content['application/json']?.examples ?? {})[0];
+  let body = example?.value;
+  if (example?.$ref) {
+    const key = example.$ref.split('/').pop() as string;
+    body = (spec.components as unknown as { examples: Record<string, { value: unknown }> }).examples[key]
+      ?.value;
+  }
+  const query = op.operationId === 'deleteClient' ? '?client_id=someclient' : '';
+  return {
+    method: op.method as 'GET' | 'POST' | 'DELETE',
+    url: url + query,
+    ...(body !== undefined ? { body } : {}),
+  };
+}
+
+function declares501(op: SpecOperation): boolean {
+  const operation = (spec.paths[op.path] as Record<string, { responses: Record<string, unknown> }>)[
+    op.method.toLowerCase()
+  ];
+  return Boolean(operation?.responses['501']);
+}
+
+describe('operations whose issue has not landed', () => {
+  const pending = ops.filter(declares501);
+  it('are exactly the ones that declare 501', () => {
+    expect(pending.length).toBeGreaterThan(0);
+  });
+
+  it.each(pending.filter((o) => o.path.startsWith('/v1/')).map((o) => [o.operationId, o] as const))(
+    '%s answers 501 with problem+json once authenticated and valid',
+    async (_id, op) => {
+      const res = await t.request(validRequest(op, workplace));
+      expect(res.status, res.text).toBe(501);
+      expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+      expect(res.body).toMatchObject({ status: 501, code: 'NOT_IMPLEMENTED' });
+      expect(res.body.detail).toContain(op.operationId);
+    },
+  );
+
+  it.each(pending.filter((o) => o.path.startsWith('/oidc/')).map((o) => [o.operationId, o] as const))(
+    '%s answers 501 in the OAuth error format once authenticated',
+    async (_id, op) => {
+      const res = await t.request({
+        ...validRequest(op, workplace),
+        token: null,
+        headers: { authorizarion: `Bearer ${oidcToken}` },
+      });
+      expect(res.status, res.text).toBe(501);
+      expect(res.body).toEqual({
+        error: 'not_implemented',
+        error_description: expect.stringContaining(op.operationId),
+      });
+    },
+  );
+
+  it.each(ops.filter((o) => !declares501(o)).map((o) => [o.operationId, o] as const))(
+    '%s is implemented (never answers 501)',
+    async (_id, op) => {
+      // A workplace of its own, since some of these delete what they touch.
+      const own = await t.createWorkplace();
+      const request = validRequest(op, own);
+      const res = await t.request(
+        op.operationId === 'createWorkplace' ? { ...request, body: { name: randomName() } } : request,
+      );
+      expect(res.status).toBeLessThan(300);
+    },
+  );
+});
+
+describe('the /oidc client routes authenticate with the workplace OIDC token', () => {
+  const oidcOps = ops.filter((o) => o.path.startsWith('/oidc/'));
+  type Case = [string, () => Record<string, string>];
+  const rejected: Case[] = [
+    ['no header', () => ({})],
+    ['an empty header', () => ({ authorizarion: '' })],
+    ['no scheme', () => ({ authorizarion: oidcToken })],
+    ['the wrong scheme', () => ({ authorizarion: `Basic ${oidcToken}` })],
+    ['Bearer alone', () => ({ authorizarion: 'Bearer' })],
+    ['a wrong token', () => ({ authorizarion: 'Bearer wpo_not-the-token' })],
+    ['another workplace token', () => ({ authorizarion: `Bearer ${otherOidcToken}` })],
+    ['the admin token as bearer', () => ({ authorizarion: `Bearer ${t.adminToken}` })],
+    ['the admin token as X-Auth-Token', () => ({ 'x-auth-token': t.adminToken })],
+    [
+      'a wrong Authorizarion that the alias cannot override',
+      () => ({
+        authorizarion: 'Bearer wrong',
+        authorization: `Bearer ${oidcToken}`,
+      }),
+    ],
+  ];
+  for (const op of oidcOps) {
+    it.each(rejected)(`${op.operationId} with %s is 401 invalid_token`, async (_label, headers) => {
+      const res = await t.request({ ...validRequest(op, workplace), token: null, headers: headers() });
+      expect(res.status).toBe(401);
+      expect(res.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
+      expect(res.body).toMatchObject({ error: 'invalid_token' });
+      expect(typeof res.body.error_description).toBe('string');
+    });
+  }
+
+  it.each([
+    ['Authorizarion', { authorizarion: 'Bearer TOKEN' }],
+    ['Authorization (alias)', { authorization: 'Bearer TOKEN' }],
+    ['a lowercase scheme', { authorizarion: 'bearer TOKEN' }],
+  ])('accepts the token in %s', async (_label, headers) => {
+    const withToken = Object.fromEntries(
+      Object.entries(headers).map(([k, v]) => [k, v.replace('TOKEN', oidcToken)]),
+    );
+    const res = await t.request({
+      method: 'GET',
+      url: `/oidc/${workplace}/registration`,
+      token: null,
+      headers: withToken,
+    });
+    expect(res.status, `${JSON.stringify(withToken)} ${res.text}`).not.toBe(401);
+  });
+
+  it('answers 401, not 404, for a workplace that does not exist, so existence does not leak', async () => {
+    const res = await t.request({
+      method: 'GET',
+      url: '/oidc/nosuchworkplaceatall/registration',
+      token: null,
+      headers: { authorizarion: `Bearer ${oidcToken}` },
+    });
+    expect(res.status).toBe(401);
+  });
+
+  it('does not accept the OIDC token on /v1', async () => {
+    const res = await t.request({ method: 'GET', url: `/v1/workplaces/${workplace}`, token: oidcToken });
+    expect(res.status).toBe(401);
+  });
+});
+
+describe('around the operations', () => {
+  it('serves liveness and readiness without a token', async () => {
+    for (const url of ['/healthz', '/readyz']) {
+      const res = await t.request({ method: 'GET', url, token: null });
+      expect(res.status).toBe(200);
+      expect(res.body).toEqual({ result: { status: 'ok' } });
+    }
+  });
+
+  it('serves the spec as JSON and YAML and the interactive docs', async () => {
+    const json = await t.request({ method: 'GET', url: '/openapi.json', token: null });
+    expect(json.status).toBe(200);
+    expect(json.body.openapi).toBe('3.1.0');
+    expect(Object.keys(json.body.paths)).toContain('/oidc/{name}/oidc/registration');
+    const yaml = await t.request({ method: 'GET', url: '/openapi.yaml', token: null });
+    expect(yaml.status).toBe(200);
+    expect(yaml.headers['content-type']).toMatch(/yaml/);
+    expect(yaml.text).toContain('Authorizarion');
+    const docs = await t.app.inject({ method: 'GET', url: '/docs/' });
+    expect(docs.statusCode).toBe(200);
+    expect(docs.headers['content-type']).toMatch(/text\/html/);
+    expect(docs.body).toContain('swagger-ui');
+  });
+
+  it('answers unknown routes with 404 in the format of their area', async () => {
+    const v1 = await t.request({ method: 'GET', url: '/v1/nothing/here' });
+    expect(v1.status).toBe(404);
+    expect(v1.body).toMatchObject({ code: 'ROUTE_NOT_FOUND', status: 404 });
+    const wrongMethod = await t.request({ method: 'PUT', url: `/v1/workplaces/${workplace}` });
+    expect(wrongMethod.status).toBe(404);
+    const oidc = await t.request({ method: 'GET', url: `/oidc/${workplace}/nothing`, token: null });
+    expect(oidc.status).toBe(404);
+    expect(oidc.body).toMatchObject({ error: 'invalid_request' });
+  });
+
+  it('gives every error response a request id that matches nothing secret', async () => {
+    const res = await t.request({ method: 'GET', url: '/v1/workplaces/nosuchplace' });
+    expect(res.body.request_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(res.body.instance).toBe('/v1/workplaces/nosuchplace');
+  });
+});

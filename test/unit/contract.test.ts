@@ -1,0 +1,92 @@
+import { describe, expect, it } from 'vitest';
+import type { Sql } from '../../db/sql.js';
+import { createHandlers } from '../../handlers/index.js';
+import { loadSpec, specOperations } from '../../spec.js';
+
+const spec = loadSpec();
+const ops = specOperations(spec);
+
+/** Every row of SPEC.md's endpoint tables, with its path written as OpenAPI writes it. */
+const SPEC_ROUTES: [string, string][] = [
+  ['POST', '/v1/workplaces'],
+  ['GET', '/v1/workplaces/{name}'],
+  ['DELETE', '/v1/workplaces/{name}'],
+  ['GET', '/v1/workplaces/{name}/oidc'],
+  ['POST', '/v1/workplaces/{name}/oidc'],
+  ['POST', '/v1/workplaces/{name}/oidc/token'],
+  ['GET', '/oidc/{name}/registration'],
+  ['POST', '/oidc/{name}/oidc/registration'],
+  ['DELETE', '/oidc/{name}/registration'],
+  ['GET', '/v1/workplaces/{name}/storages'],
+  ['POST', '/v1/workplaces/{name}/storages'],
+  ['DELETE', '/v1/workplaces/{name}/storages/{storage_name}'],
+  ['GET', '/v1/workplaces/{name}/storages/{storage_name}/indexes'],
+  ['POST', '/v1/workplaces/{name}/storages/{storage_name}/indexes'],
+  ['DELETE', '/v1/workplaces/{name}/storages/{storage_name}/indexes/{index_name}'],
+  ['POST', '/v1/workplaces/{name}/storages/{storage_name}/read'],
+  ['POST', '/v1/workplaces/{name}/storages/{storage_name}/create'],
+  ['POST', '/v1/workplaces/{name}/storages/{storage_name}/update'],
+  ['POST', '/v1/workplaces/{name}/storages/{storage_name}/count'],
+  ['POST', '/v1/workplaces/{name}/storages/{storage_name}/delete'],
+  ['GET', '/v1/workplaces/{name}/connectors'],
+  ['POST', '/v1/workplaces/{name}/connectors'],
+  ['POST', '/v1/workplaces/{name}/connectors/{id}'],
+  ['DELETE', '/v1/workplaces/{name}/connectors/{id}'],
+];
+
+describe('openapi.yaml against SPEC.md and the handlers', () => {
+  it('has every method and path of SPEC.md', () => {
+    const present = new Set(ops.map((o) => `${o.method} ${o.path}`));
+    for (const [method, path] of SPEC_ROUTES)
+      expect(present, `${method} ${path}`).toContain(`${method} ${path}`);
+  });
+
+  it('adds nothing beyond SPEC.md but the health probes', () => {
+    const specRoutes = new Set(SPEC_ROUTES.map(([m, p]) => `${m} ${p}`));
+    const extra = ops.map((o) => `${o.method} ${o.path}`).filter((r) => !specRoutes.has(r));
+    expect(extra.sort()).toEqual(['GET /healthz', 'GET /readyz']);
+  });
+
+  it('has a handler for every operationId and an operationId for every handler', () => {
+    const handlers = createHandlers({ sql: {} as Sql });
+    expect(Object.keys(handlers).sort()).toEqual(ops.map((o) => o.operationId).sort());
+  });
+
+  it('has unique camelCase operationIds, each with one tag', () => {
+    const ids = ops.map((o) => o.operationId);
+    expect(new Set(ids).size).toBe(ids.length);
+    for (const id of ids) expect(id).toMatch(/^[a-z]+[A-Za-z]*$/);
+    for (const [path, item] of Object.entries(spec.paths)) {
+      for (const op of Object.values(item) as { tags?: string[] }[]) {
+        if (op && typeof op === 'object' && 'operationId' in op) expect(op.tags, path).toHaveLength(1);
+      }
+    }
+  });
+
+  it('spells the security headers exactly as SPEC.md does, with Authorization as an alias', () => {
+    const schemes = spec.components.securitySchemes;
+    expect(schemes.XAuthToken).toMatchObject({ type: 'apiKey', in: 'header', name: 'X-Auth-Token' });
+    expect(schemes.OidcToken).toMatchObject({ type: 'apiKey', in: 'header', name: 'Authorizarion' });
+    expect(schemes.OidcTokenAuthorization).toMatchObject({ type: 'http', scheme: 'bearer' });
+  });
+
+  it('protects /v1 with X-Auth-Token, /oidc with the OIDC token, and leaves only the probes public', () => {
+    for (const op of ops) {
+      const schemes = op.security.map((r) => Object.keys(r).join('+'));
+      if (op.path.startsWith('/v1/')) expect(schemes, op.operationId).toEqual(['XAuthToken']);
+      else if (op.path.startsWith('/oidc/'))
+        expect(schemes, op.operationId).toEqual(['OidcToken', 'OidcTokenAuthorization']);
+      else expect(schemes, op.operationId).toEqual([]);
+    }
+  });
+
+  it('switches the shared /oidc paths on an optional client_id, and requires it on delete', () => {
+    const param = (path: string, method: string) => {
+      const op = (spec.paths[path] as Record<string, { parameters?: { $ref: string }[] }>)[method];
+      return op?.parameters?.map((p) => p.$ref.split('/').pop());
+    };
+    expect(param('/oidc/{name}/registration', 'get')).toEqual(['ClientIdSelect']);
+    expect(param('/oidc/{name}/oidc/registration', 'post')).toEqual(['ClientIdSelect']);
+    expect(param('/oidc/{name}/registration', 'delete')).toEqual(['ClientIdRequired']);
+  });
+});

@@ -27,7 +27,12 @@ const EnvSchema = Type.Object({
       description: 'at least 32 printable ASCII characters without spaces',
     }),
   ),
-  LOG_LEVEL: Type.Optional(Type.Union(LOG_LEVELS.map((l) => Type.Literal(l)))),
+  LOG_LEVEL: Type.Optional(
+    Type.Union(
+      LOG_LEVELS.map((l) => Type.Literal(l)),
+      { description: `one of ${LOG_LEVELS.join(', ')}` },
+    ),
+  ),
   DB_POOL_MAX: Type.Optional(Type.String({ pattern: '^[0-9]+$', description: 'an integer from 1 to 100' })),
   BODY_LIMIT: Type.Optional(
     Type.String({ pattern: '^[0-9]+$', description: 'a number of bytes from 1024 to 268435456' }),
@@ -38,7 +43,9 @@ type Env = Static<typeof EnvSchema>;
 export interface Config {
   readonly port: number;
   readonly host: string;
+  /** PUBLIC_URL, or derived from HOST and PORT. With PORT=0 use `publicUrlFor` once the port is known. */
   readonly publicUrl: string;
+  readonly publicUrlConfigured: boolean;
   /** Unset: the embedded PGlite database in `dataDir`. */
   readonly databaseUrl: string | undefined;
   readonly dataDir: string;
@@ -83,14 +90,19 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     if (v !== undefined && v !== '') relevant[key] = v;
   }
 
+  // One line per variable: the first rule it breaks is the one worth fixing first.
   const problems: string[] = [];
+  const bad = new Set<string>();
   for (const err of Value.Errors(EnvSchema, relevant)) {
     const name = err.path.replace(/^\//, '');
+    if (bad.has(name)) continue;
+    bad.add(name);
     const hint = (err.schema as { description?: string }).description;
     const shown = name === 'ADMIN_TOKEN' ? '(hidden)' : JSON.stringify(err.value);
     problems.push(`${name}=${shown}: ${hint ? `must be ${hint}` : err.message}`);
   }
-  const e = (problems.length === 0 ? relevant : {}) as Env;
+  // The well-formed variables are still checked further, so that every problem is reported at once.
+  const e = Object.fromEntries(Object.entries(relevant).filter(([k]) => !bad.has(k))) as Env;
 
   const port = intInRange(problems, 'PORT', e.PORT, 3000, 0, 65535);
   const dbPoolMax = intInRange(problems, 'DB_POOL_MAX', e.DB_POOL_MAX, 10, 1, 100);
@@ -111,13 +123,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   if (problems.length > 0) throw new ConfigError(problems);
 
   const host = e.HOST ?? '127.0.0.1';
-  const shownHost = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
   return Object.freeze({
     port,
     host,
-    publicUrl: (
-      e.PUBLIC_URL ?? `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`
-    ).replace(/\/+$/, ''),
+    publicUrl: e.PUBLIC_URL ? e.PUBLIC_URL.replace(/\/+$/, '') : defaultPublicUrl(host, port),
+    publicUrlConfigured: e.PUBLIC_URL !== undefined,
     databaseUrl: e.DATABASE_URL,
     dataDir: e.DATA_DIR ?? './data',
     adminToken: e.ADMIN_TOKEN,
@@ -125,4 +135,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     dbPoolMax,
     bodyLimit,
   });
+}
+
+function defaultPublicUrl(host: string, port: number): string {
+  const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
+  return `http://${shown.includes(':') ? `[${shown}]` : shown}:${port}`;
+}
+
+/** The public URL once the server listens: PUBLIC_URL if set, else derived from the port actually bound. */
+export function publicUrlFor(config: Config, boundPort: number): string {
+  return config.publicUrlConfigured ? config.publicUrl : defaultPublicUrl(config.host, boundPort);
 }

@@ -1,7 +1,7 @@
 // The only module with side effects: configuration, database, migrations, listening, shutdown.
 import { pino } from 'pino';
 import { buildApp } from './app.js';
-import { type Config, ConfigError, loadConfig } from './config.js';
+import { type Config, ConfigError, loadConfig, publicUrlFor } from './config.js';
 import { DataDirLockedError } from './db/embedded.js';
 import { migrate } from './db/migrate.js';
 import { type Database, openDatabase } from './db/open.js';
@@ -74,8 +74,10 @@ async function main(): Promise<void> {
   await app.listen({
     port: config.port,
     host: config.host,
-    listenTextResolver: (address) =>
-      `Listening on ${address}; public URL ${config.publicUrl}, API docs at ${config.publicUrl}/docs`,
+    listenTextResolver: (address) => {
+      const publicUrl = publicUrlFor(config, Number(new URL(address).port));
+      return `Listening on ${address}; public URL ${publicUrl}, API docs at ${publicUrl}/docs`;
+    },
   });
 
   let stopping = false;

@@ -40,6 +40,9 @@ const EnvSchema = Type.Object({
 });
 type Env = Static<typeof EnvSchema>;
 
+/** The names of every environment variable the server reads. */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(EnvSchema.properties);
+
 export interface Config {
   readonly port: number;
   readonly host: string;
@@ -85,7 +88,7 @@ function intInRange(
 export function loadConfig(env: Record<string, string | undefined>): Config {
   // Empty strings are how shells unset variables in .env files; treat them as unset.
   const relevant: Record<string, string> = {};
-  for (const key of Object.keys(EnvSchema.properties)) {
+  for (const key of CONFIG_VARIABLES) {
     const v = env[key];
     if (v !== undefined && v !== '') relevant[key] = v;
   }

@@ -6,7 +6,7 @@ import type { Sql } from './sql.js';
 const MIGRATIONS_DIR = fileURLToPath(new URL('./migrations/', import.meta.url));
 const FILE_PATTERN = /^(\d{4})_[a-z0-9_]+\.sql$/;
 /** Serialises migrations across every process that starts against the same database. */
-const MIGRATION_LOCK_KEY = '7268354101';
+export const MIGRATION_LOCK_KEY = '7268354101';
 
 export interface Migration {
   version: number;

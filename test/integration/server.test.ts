@@ -1,6 +1,6 @@
 // End-to-end tests of server.ts as operators run it: a real child process, real HTTP, real signals.
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CONFIG_VARIABLES } from '../../config.js';
+import { MIGRATION_LOCK_KEY } from '../../db/migrate.js';
+import { randomName } from '../helpers/app.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 /** How long a server may take to print its listening line (a fresh PGlite directory takes seconds). */
@@ -15,19 +18,6 @@ const START_TIMEOUT = 30_000;
 const TEST_TIMEOUT = 60_000;
 const ADMIN_TOKEN_PATTERN = /wpa_[A-Za-z0-9_-]{43}/g;
 const LISTENING = /Listening on http:\/\/127\.0\.0\.1:(\d+)/;
-/** Every variable config.ts reads; none may leak in from the environment the tests run in. */
-const CONFIG_VARS = [
-  'PORT',
-  'HOST',
-  'PUBLIC_URL',
-  'DATABASE_URL',
-  'DATA_DIR',
-  'ADMIN_TOKEN',
-  'LOG_LEVEL',
-  'DB_POOL_MAX',
-  'BODY_LIMIT',
-];
-const LETTERS = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ';
 
 const children = new Set<ChildProcess>();
 const tempDirs: string[] = [];
@@ -52,12 +42,6 @@ interface Server extends Proc {
   stop(signal?: NodeJS.Signals): Promise<Exit>;
 }
 
-function randomName(): string {
-  let s = 'srv';
-  for (let i = 0; i < 12; i++) s += LETTERS[randomInt(LETTERS.length)];
-  return s;
-}
-
 function tempDir(): string {
   const dir = mkdtempSync(join(tmpdir(), 'wp-server-test-'));
   tempDirs.push(dir);
@@ -72,7 +56,8 @@ function unusedPath(): string {
 /** The test's environment without any of the server's variables, plus `vars`. */
 function serverEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const key of CONFIG_VARS) delete env[key];
+  // None of the server's own variables may leak in from the environment the tests run in.
+  for (const key of CONFIG_VARIABLES) delete env[key];
   return { ...env, PORT: '0', LOG_LEVEL: 'info', ...vars };
 }
 
@@ -482,8 +467,6 @@ describe('server.ts with a bad configuration', () => {
 });
 
 const pgUrl = process.env.DATABASE_URL;
-/** The advisory lock db/migrate.ts serialises migrations with (MIGRATION_LOCK_KEY there). */
-const MIGRATION_LOCK_KEY = '7268354101';
 
 describe('server.ts on PostgreSQL', () => {
   let admin: postgres.Sql | undefined;

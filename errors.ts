@@ -1,3 +1,4 @@
+import { QueryError } from './db/query/errors.js';
 import type { components } from './generated/openapi.js';
 
 export type ErrorCode = components['schemas']['ErrorCode'];
@@ -72,6 +73,21 @@ export const errors = {
         ? `Workplace '${name}' already exists.`
         : `Workplace '${existing}' already exists; names differing only in case cannot coexist.`,
     ),
+  collectionNotFound: (name: string) =>
+    new AppError(404, 'COLLECTION_NOT_FOUND', `Collection '${name}' does not exist in this workplace.`),
+  collectionExists: (name: string, existing: string) =>
+    new AppError(
+      409,
+      'COLLECTION_EXISTS',
+      existing === name
+        ? `Collection '${name}' already exists.`
+        : `Collection '${existing}' already exists; names differing only in case cannot coexist.`,
+    ),
+  indexNotFound: (name: string) =>
+    new AppError(404, 'INDEX_NOT_FOUND', `Index '${name}' does not exist on this collection.`),
+  indexExists: (name: string) => new AppError(409, 'INDEX_EXISTS', `Index '${name}' already exists.`),
+  duplicateKey: (message: string) => new AppError(409, 'DUPLICATE_KEY', message),
+  invalidQuery: (message: string) => new AppError(400, 'INVALID_QUERY', message),
   payloadTooLarge: (limit: number) =>
     new AppError(413, 'PAYLOAD_TOO_LARGE', `The body exceeds the limit of ${limit} bytes.`, {
       oauthError: 'invalid_request',
@@ -140,6 +156,7 @@ function isUnavailableSqlState(code: string): boolean {
  */
 export function toAppError(err: unknown, bodyLimit: number): AppError {
   if (err instanceof AppError) return err;
+  if (err instanceof QueryError) return errors.invalidQuery(err.message);
   const e = (typeof err === 'object' && err !== null ? err : {}) as ErrorLike;
   const code = typeof e.code === 'string' ? e.code : '';
   const message = typeof e.message === 'string' ? e.message : String(err);
@@ -158,6 +175,13 @@ export function toAppError(err: unknown, bodyLimit: number): AppError {
       return new AppError(409, 'DUPLICATE_KEY', 'A unique key is already taken.', { cause: err });
     case '57014':
       return errors.serviceUnavailable('The query took too long and was cancelled.', err);
+  }
+  // Class 22 (data exception): a value from the request that PostgreSQL cannot take, such as a
+  // regex it cannot compile or a string holding \u0000. The message names the value's problem.
+  if (/^22[0-9A-Z]{3}$/.test(code)) {
+    return new AppError(400, 'INVALID_QUERY', `The database refused a value of the request: ${message}`, {
+      cause: err,
+    });
   }
   if (err instanceof SyntaxError && e.statusCode === 400) return errors.invalidJson(message);
   if (CONNECTION_ERROR_CODES.has(code) || (/^[0-9A-Z]{5}$/.test(code) && isUnavailableSqlState(code))) {

@@ -525,7 +525,7 @@ export interface components {
          * @description Stable machine-readable error codes of `Problem.code`.
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "INVALID_JSON" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "ROUTE_NOT_FOUND" | "WORKPLACE_NOT_FOUND" | "COLLECTION_NOT_FOUND" | "INDEX_NOT_FOUND" | "CONNECTOR_NOT_FOUND" | "WORKPLACE_EXISTS" | "COLLECTION_EXISTS" | "INDEX_EXISTS" | "DUPLICATE_KEY" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "NOT_IMPLEMENTED" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "VALIDATION_FAILED" | "INVALID_JSON" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "ROUTE_NOT_FOUND" | "WORKPLACE_NOT_FOUND" | "COLLECTION_NOT_FOUND" | "INDEX_NOT_FOUND" | "CONNECTOR_NOT_FOUND" | "WORKPLACE_EXISTS" | "COLLECTION_EXISTS" | "INDEX_EXISTS" | "DUPLICATE_KEY" | "INVALID_QUERY" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "NOT_IMPLEMENTED" | "SERVICE_UNAVAILABLE";
         /** @description RFC 9457 problem details. */
         Problem: {
             /** @description Always `about:blank`; `code` tells the problems apart. */
@@ -701,9 +701,13 @@ export interface components {
             result: components["schemas"]["Index"][];
         };
         /** @description A JSON object. `_id` (a string, number or object) identifies it within its collection. */
-        Document: Record<string, never>;
+        Document: {
+            [key: string]: unknown;
+        };
         /** @description A MongoDB query filter (`{"age": {"$gte": 18}}`); `{}` matches every document. */
-        Query: Record<string, never>;
+        Query: {
+            [key: string]: unknown;
+        };
         ReadRequest: {
             query?: components["schemas"]["Query"];
             /** @description MongoDB sort, `{"<path>": 1 | -1, ...}`, applied in key order. Default `{"_id": 1}`. */
@@ -711,7 +715,9 @@ export interface components {
                 [key: string]: 1 | -1;
             };
             /** @description MongoDB projection, `{"<path>": 1}` to include or `{"<path>": 0}` to exclude. */
-            fields?: Record<string, never>;
+            fields?: {
+                [key: string]: unknown;
+            };
             /** @description Documents to skip. Default 0. */
             skip?: number;
             /** @description Maximum documents to return, 1 to 1,000. Default 100. */
@@ -724,7 +730,9 @@ export interface components {
         UpdateRequest: {
             query: components["schemas"]["Query"];
             /** @description Update operators (`{"$set": {...}}`) or a replacement document. */
-            doc: Record<string, never>;
+            doc: {
+                [key: string]: unknown;
+            };
             /** @description Insert one document when nothing matches. Default `false`. */
             upsert?: boolean;
         };
@@ -1373,7 +1381,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1409,7 +1416,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1438,7 +1444,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1469,7 +1474,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1507,7 +1511,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1538,7 +1541,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1575,7 +1577,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1613,7 +1614,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1651,7 +1651,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1688,7 +1687,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1725,7 +1723,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

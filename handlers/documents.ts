@@ -1,11 +1,82 @@
-import { notImplemented } from './not-implemented.js';
+import {
+  countDocuments as countRows,
+  DuplicateKeyError,
+  deleteDocuments as deleteRows,
+  insertDocuments,
+  readDocuments as readRows,
+  updateDocuments as updateRows,
+} from '../db/documents.js';
+import type { JsonObject } from '../db/query/errors.js';
+import { parseFilter } from '../db/query/filter-ast.js';
+import { applyProjection, parseProjection } from '../db/query/projection.js';
+import { parseSort } from '../db/query/sort.js';
+import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../db/query/update.js';
+import { errors } from '../errors.js';
+import { requireCollection } from './storage-lookup.js';
+import type { Handler, HandlerDeps } from './types.js';
 
-export function documentHandlers() {
-  return {
-    readDocuments: notImplemented('readDocuments'),
-    createDocuments: notImplemented('createDocuments'),
-    updateDocuments: notImplemented('updateDocuments'),
-    countDocuments: notImplemented('countDocuments'),
-    deleteDocuments: notImplemented('deleteDocuments'),
+export const DEFAULT_LIMIT = 100;
+
+async function orConflict<T>(work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (err) {
+    if (err instanceof DuplicateKeyError) throw errors.duplicateKey(err.message);
+    throw err;
+  }
+}
+
+export function documentHandlers({ sql }: HandlerDeps) {
+  const readDocuments: Handler<'readDocuments'> = async ({ params, body }) => {
+    // Parse everything before touching the database, so a bad request costs no query.
+    const filter = parseFilter(body.query ?? {});
+    const sort = parseSort(body.sort);
+    const projection = parseProjection(body.fields);
+    const c = await requireCollection(sql, params.name, params.storage_name);
+    const docs = await readRows(sql, c, {
+      filter,
+      sort,
+      skip: body.skip ?? 0,
+      limit: body.limit ?? DEFAULT_LIMIT,
+    });
+    return { status: 200, body: { result: docs.map((d) => applyProjection(d, projection)) } };
   };
+
+  const createDocuments: Handler<'createDocuments'> = async ({ params, body }) => {
+    const c = await requireCollection(sql, params.name, params.storage_name);
+    const ids = await orConflict(insertDocuments(sql, c, body.docs as JsonObject[]));
+    return { status: 201, body: { result: { insertedCount: ids.length, insertedIds: ids } } };
+  };
+
+  const updateDocuments: Handler<'updateDocuments'> = async ({ params, body }) => {
+    const query = body.query as JsonObject;
+    const filter = parseFilter(query);
+    const update = parseUpdate(body.doc);
+    const seed = body.upsert ? upsertSeed(query) : undefined;
+    const c = await requireCollection(sql, params.name, params.storage_name);
+    const now = new Date();
+    const outcome = await orConflict(
+      updateRows(sql, c, {
+        filter,
+        apply: (doc) => applyUpdate(doc, update, { now, isInsert: false }),
+        modified: (before, after) => !jsonEqual(before, after),
+        ...(seed ? { upsert: () => applyUpdate(seed, update, { now, isInsert: true }) } : {}),
+      }),
+    );
+    return { status: 200, body: { result: outcome } };
+  };
+
+  const countDocuments: Handler<'countDocuments'> = async ({ params, body }) => {
+    const filter = parseFilter(body.query);
+    const c = await requireCollection(sql, params.name, params.storage_name);
+    return { status: 200, body: { result: { count: await countRows(sql, c, filter) } } };
+  };
+
+  const deleteDocuments: Handler<'deleteDocuments'> = async ({ params, body }) => {
+    const filter = parseFilter(body.query);
+    const c = await requireCollection(sql, params.name, params.storage_name);
+    return { status: 200, body: { result: { deletedCount: await deleteRows(sql, c, filter) } } };
+  };
+
+  return { readDocuments, createDocuments, updateDocuments, countDocuments, deleteDocuments };
 }

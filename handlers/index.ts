@@ -15,9 +15,9 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...workplaceHandlers(deps),
     ...oidcSettingsHandlers(),
     ...oidcClientHandlers(),
-    ...collectionHandlers(),
-    ...indexHandlers(),
-    ...documentHandlers(),
+    ...collectionHandlers(deps),
+    ...indexHandlers(deps),
+    ...documentHandlers(deps),
     ...connectorHandlers(),
   };
 }

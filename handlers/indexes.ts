@@ -1,9 +1,67 @@
-import { notImplemented } from './not-implemented.js';
+import {
+  createIndex as createIndexRow,
+  deleteIndex as deleteIndexRow,
+  ID_INDEX_NAME,
+  type IndexKey,
+  type IndexRow,
+} from '../db/collections.js';
+import { QueryError } from '../db/query/errors.js';
+import { parsePath } from '../db/query/path.js';
+import { errors } from '../errors.js';
+import type { components } from '../generated/openapi.js';
+import { requireCollection } from './storage-lookup.js';
+import type { Handler, HandlerDeps } from './types.js';
 
-export function indexHandlers() {
-  return {
-    listIndexes: notImplemented('listIndexes'),
-    createIndex: notImplemented('createIndex'),
-    deleteIndex: notImplemented('deleteIndex'),
+type Index = components['schemas']['Index'];
+
+function present(ix: Pick<IndexRow, 'name' | 'key' | 'is_unique'>): Index {
+  return { name: ix.name, key: ix.key.map(([path, dir]) => ({ [path]: dir })), unique: ix.is_unique };
+}
+
+/** `["a", {"b": -1}]` → `[["a", 1], ["b", -1]]`, with every path checked. */
+function parseKey(key: components['schemas']['IndexCreate']['key']): IndexKey {
+  const out: IndexKey = key.map((entry) => {
+    const [path, dir] =
+      typeof entry === 'string' ? [entry, 1 as const] : (Object.entries(entry)[0] as [string, 1 | -1]);
+    parsePath(path, 'index field');
+    if (path === '_id' || path.startsWith('_id.'))
+      throw new QueryError(`'${path}' is covered by the built-in _id_ index; index other fields.`);
+    return [path, dir];
+  });
+  const paths = out.map(([p]) => p);
+  const dup = paths.find((p, i) => paths.indexOf(p) !== i);
+  if (dup) throw new QueryError(`The index key names '${dup}' twice.`);
+  return out;
+}
+
+export function indexHandlers({ sql }: HandlerDeps) {
+  const listIndexes: Handler<'listIndexes'> = async ({ params }) => {
+    const c = await requireCollection(sql, params.name, params.storage_name);
+    const builtIn = present({ name: ID_INDEX_NAME, key: [['_id', 1]], is_unique: true });
+    const rest = [...c.indexes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map(present);
+    return { status: 200, body: { result: [builtIn, ...rest] } };
   };
+
+  const createIndex: Handler<'createIndex'> = async ({ params, body }) => {
+    const c = await requireCollection(sql, params.name, params.storage_name);
+    if (body.name === ID_INDEX_NAME) throw errors.indexExists(body.name);
+    const key = parseKey(body.key);
+    const outcome = await createIndexRow(sql, c, body.name, key, body.unique ?? false);
+    if ('exists' in outcome) throw errors.indexExists(body.name);
+    if ('duplicates' in outcome)
+      throw errors.duplicateKey(
+        `Existing documents have duplicate values for the unique index '${body.name}' (${key.map(([p]) => p).join(', ')}); no index was created.`,
+      );
+    return { status: 201, body: { result: present(outcome.created) } };
+  };
+
+  const deleteIndex: Handler<'deleteIndex'> = async ({ params }) => {
+    const c = await requireCollection(sql, params.name, params.storage_name);
+    if (params.index_name === ID_INDEX_NAME)
+      throw errors.badRequest('The built-in _id_ index cannot be deleted.');
+    if (!(await deleteIndexRow(sql, c, params.index_name))) throw errors.indexNotFound(params.index_name);
+    return { status: 204 };
+  };
+
+  return { listIndexes, createIndex, deleteIndex };
 }

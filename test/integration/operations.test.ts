@@ -58,6 +58,23 @@ function validRequest(op: SpecOperation, name: string) {
   };
 }
 
+/** The collection and index that SAMPLE_PARAMS name, unless the operation creates them itself. */
+async function createWhatTheExampleNeeds(op: SpecOperation, name: string) {
+  if (!op.path.includes('{storage_name}') && op.operationId !== 'createCollection') return;
+  const storages = `/v1/workplaces/${name}/storages`;
+  if (op.operationId === 'createCollection') return;
+  const res = await t.request({ method: 'POST', url: storages, body: { name: SAMPLE_PARAMS.storage_name } });
+  if (res.status !== 201) throw new Error(`could not create the sample collection: ${res.text}`);
+  if (op.path.includes('{index_name}')) {
+    const ix = await t.request({
+      method: 'POST',
+      url: `${storages}/${SAMPLE_PARAMS.storage_name}/indexes`,
+      body: { name: SAMPLE_PARAMS.index_name, key: ['email'] },
+    });
+    if (ix.status !== 201) throw new Error(`could not create the sample index: ${ix.text}`);
+  }
+}
+
 function declares501(op: SpecOperation): boolean {
   const operation = (spec.paths[op.path] as Record<string, { responses: Record<string, unknown> }>)[
     op.method.toLowerCase()
@@ -103,6 +120,7 @@ describe('operations whose issue has not landed', () => {
     async (_id, op) => {
       // A workplace of its own, since some of these delete what they touch.
       const own = await t.createWorkplace();
+      await createWhatTheExampleNeeds(op, own);
       const request = validRequest(op, own);
       const res = await t.request(
         op.operationId === 'createWorkplace' ? { ...request, body: { name: randomName() } } : request,

@@ -1,0 +1,210 @@
+import type { IndexedPath } from './query/filter-sql.js';
+import { multikeyPredicate, parsePath, rootNavs } from './query/path.js';
+import type { Sql, TransactionSql } from './sql.js';
+import { workplaceSchema } from './workplaces.js';
+
+/** A collection as the data layer needs it: where its table is and which paths its indexes cover. */
+export interface CollectionRef {
+  workplaceId: string;
+  id: string;
+  name: string;
+  /** `wp_<workplace id>.c_<collection id>`, built from catalog ids only. */
+  table: string;
+  indexes: IndexRow[];
+}
+
+export type IndexKey = [path: string, dir: 1 | -1][];
+
+export interface IndexRow {
+  id: string;
+  name: string;
+  key: IndexKey;
+  is_unique: boolean;
+}
+
+export const ID_INDEX_NAME = '_id_';
+
+function tableOf(workplaceId: string, collectionId: string): string {
+  if (!/^[0-9]+$/.test(collectionId)) throw new Error(`not a catalog id: ${collectionId}`);
+  return `"${workplaceSchema(workplaceId)}"."c_${collectionId}"`;
+}
+
+export type Lookup<T> = { workplace: false } | { workplace: true; found: T | undefined };
+
+export async function listCollections(sql: Sql, workplace: string): Promise<string[] | undefined> {
+  const rows = await sql<{ wid: string; name: string | null }[]>`
+    select w.id as wid, c.name from workplaces w left join collections c on c.workplace_id = w.id
+    where w.name = ${workplace} order by c.name collate "C"`;
+  if (rows.length === 0) return undefined;
+  return rows.flatMap((r) => (r.name === null ? [] : [r.name]));
+}
+
+/** The collection with its indexes, in one catalog query. */
+export async function findCollection(
+  sql: Sql,
+  workplace: string,
+  name: string,
+): Promise<Lookup<CollectionRef>> {
+  const [row] = await sql<
+    { wid: string; cid: string | null; cname: string | null; indexes: IndexRow[] | null }[]
+  >`
+    select w.id as wid, c.id as cid, c.name as cname,
+      (select coalesce(jsonb_agg(jsonb_build_object('id', i.id::text, 'name', i.name, 'key', i.key,
+                                                    'is_unique', i.is_unique) order by i.id), '[]')
+       from collection_indexes i where i.collection_id = c.id) as indexes
+    from workplaces w left join collections c on c.workplace_id = w.id and c.name = ${name}
+    where w.name = ${workplace}`;
+  if (!row) return { workplace: false };
+  if (row.cid === null || row.cname === null) return { workplace: true, found: undefined };
+  return {
+    workplace: true,
+    found: {
+      workplaceId: row.wid,
+      id: row.cid,
+      name: row.cname,
+      table: tableOf(row.wid, row.cid),
+      indexes: row.indexes ?? [],
+    },
+  };
+}
+
+export type CreateCollectionResult =
+  | { created: true }
+  | { created: false; conflictsWith: string }
+  | { created: false; noWorkplace: true };
+
+export function createCollection(sql: Sql, workplace: string, name: string): Promise<CreateCollectionResult> {
+  return sql.begin(async (tx): Promise<CreateCollectionResult> => {
+    const [w] = await tx<{ id: string }[]>`select id from workplaces where name = ${workplace} for share`;
+    if (!w) return { created: false, noWorkplace: true };
+    const [row] = await tx<{ id: string }[]>`
+      insert into collections (workplace_id, name) values (${w.id}, ${name})
+      on conflict do nothing returning id`;
+    if (!row) {
+      const [existing] = await tx<{ name: string }[]>`
+        select name from collections where workplace_id = ${w.id} and lower(name) = lower(${name})`;
+      return { created: false, conflictsWith: existing?.name ?? name };
+    }
+    await tx.unsafe(`create table ${tableOf(w.id, row.id)} (id bytea primary key, doc jsonb not null)`);
+    return { created: true };
+  });
+}
+
+/** Drops the table (documents and indexes) and the catalog rows together. */
+export function deleteCollection(sql: Sql, workplace: string, name: string): Promise<Lookup<true>> {
+  return sql.begin(async (tx): Promise<Lookup<true>> => {
+    const [row] = await tx<{ wid: string; cid: string | null }[]>`
+      select w.id as wid, c.id as cid from workplaces w
+      left join collections c on c.workplace_id = w.id and c.name = ${name}
+      where w.name = ${workplace}`;
+    if (!row) return { workplace: false };
+    if (row.cid === null) return { workplace: true, found: undefined };
+    await tx`delete from collections where id = ${row.cid}`;
+    await tx.unsafe(`drop table ${tableOf(row.wid, row.cid)}`);
+    return { workplace: true, found: true };
+  });
+}
+
+function columnPrefix(indexId: string, field: number): string {
+  return `i${indexId}_${field}`;
+}
+
+/**
+ * Which key columns serve a path: a single-field index first (it has btrees in both directions),
+ * then an index that leads with the path, then any index holding it.
+ */
+export function indexedPaths(
+  c: CollectionRef,
+): (path: string) => (IndexedPath & { desc?: string }) | undefined {
+  const map = new Map<string, IndexedPath & { desc: string; rank: number }>();
+  for (const ix of c.indexes) {
+    ix.key.forEach(([path, _dir], n) => {
+      const rank = ix.key.length === 1 ? 0 : n === 0 ? 1 : 2;
+      const existing = map.get(path);
+      if (existing && existing.rank <= rank) return;
+      const p = columnPrefix(ix.id, n);
+      map.set(path, { key: `"${p}_a"`, desc: `"${p}_d"`, multikey: `"${p}_m"`, truncated: true, rank });
+    });
+  }
+  return (path) => {
+    if (path === '_id') return { key: 'id', truncated: false };
+    return map.get(path);
+  };
+}
+
+export type CreateIndexResult = { created: IndexRow } | { exists: true } | { duplicates: true };
+
+/**
+ * Adds generated key columns per field and the btrees over them, in one transaction, so a unique
+ * index that existing documents violate leaves nothing behind.
+ */
+export async function createIndex(
+  sql: Sql,
+  c: CollectionRef,
+  name: string,
+  key: IndexKey,
+  unique: boolean,
+): Promise<CreateIndexResult> {
+  try {
+    return await sql.begin(async (tx): Promise<CreateIndexResult> => {
+      const [row] = await tx<{ id: string }[]>`
+        insert into collection_indexes (collection_id, name, key, is_unique)
+        values (${c.id}, ${name}, ${tx.json(key)}, ${unique})
+        on conflict do nothing returning id::text as id`;
+      if (!row) return { exists: true };
+      await addIndexStructures(tx, c.table, row.id, key, unique);
+      return { created: { id: row.id, name, key, is_unique: unique } };
+    });
+  } catch (err) {
+    if ((err as { code?: string }).code === '23505') return { duplicates: true };
+    throw err;
+  }
+}
+
+async function addIndexStructures(
+  tx: TransactionSql,
+  table: string,
+  indexId: string,
+  key: IndexKey,
+  unique: boolean,
+) {
+  for (const [n, [path]] of key.entries()) {
+    const parsed = parsePath(path);
+    await tx`select mdb.add_index_field(${table}::regclass, ${columnPrefix(indexId, n)},
+      ${rootNavs(parsed)}::jsonpath[], ${multikeyPredicate(parsed)}::jsonpath)`;
+  }
+  const col = (n: number, suffix: 'a' | 'd' | 'm') => `"${columnPrefix(indexId, n)}_${suffix}"`;
+  const ddl: string[] = [];
+  if (key.length === 1) {
+    ddl.push(`create index "x${indexId}_a" on ${table} (${col(0, 'a')}, id)`);
+    ddl.push(`create index "x${indexId}_d" on ${table} (${col(0, 'd')}, id)`);
+  } else {
+    const lastDir = key.at(-1)?.[1] === -1 ? 'desc' : 'asc';
+    const cols = key.map(([, dir], n) => (dir === 1 ? `${col(n, 'a')} asc` : `${col(n, 'd')} desc`));
+    ddl.push(`create index "x${indexId}" on ${table} (${cols.join(', ')}, id ${lastDir})`);
+  }
+  // Documents whose path crosses an array are found through these (usually tiny) partial indexes.
+  key.forEach((_k, n) => {
+    ddl.push(`create index "x${indexId}_m${n}" on ${table} (id) where ${col(n, 'm')}`);
+  });
+  if (unique) {
+    const cols = key.map((_k, n) => col(n, 'a')).join(', ');
+    const anyMulti = key.map((_k, n) => col(n, 'm')).join(' or ');
+    ddl.push(`create unique index "x${indexId}_u" on ${table} (${cols}) where not (${anyMulti})`);
+  }
+  for (const statement of ddl) await tx.unsafe(statement);
+}
+
+export async function deleteIndex(sql: Sql, c: CollectionRef, name: string): Promise<boolean> {
+  return sql.begin(async (tx) => {
+    const [row] = await tx<{ id: string; key: IndexKey }[]>`
+      delete from collection_indexes where collection_id = ${c.id} and name = ${name}
+      returning id::text as id, key`;
+    if (!row) return false;
+    const drops = row.key.flatMap((_k, n) =>
+      (['a', 'd', 'm'] as const).map((s) => `drop column "${columnPrefix(row.id, n)}_${s}"`),
+    );
+    await tx.unsafe(`alter table ${c.table} ${drops.join(', ')}`);
+    return true;
+  });
+}

@@ -1,0 +1,244 @@
+import { randomBytes } from 'node:crypto';
+import { type CollectionRef, indexedPaths } from './collections.js';
+import { isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
+import type { Filter } from './query/filter-ast.js';
+import { compileFilter } from './query/filter-sql.js';
+import { Params } from './query/params.js';
+import { compileSort, type SortKey } from './query/sort.js';
+import type { Sql } from './sql.js';
+
+/** Raised when an insert or upsert would duplicate `_id` or a unique index key. */
+export class DuplicateKeyError extends Error {}
+
+export const MAX_ID_BYTES = 1024;
+/** Documents written back per UPDATE statement. */
+const WRITE_BATCH = 1000;
+
+// ---- ObjectId-style ids ------------------------------------------------------------------------
+// 4-byte seconds, 5 random bytes per process, 3-byte counter: MongoDB's layout, so ids sort by
+// creation time like ObjectIds do.
+const processRandom = randomBytes(5);
+let counter = randomBytes(3).readUIntBE(0, 3);
+
+export function newObjectId(now = Date.now()): string {
+  const b = Buffer.alloc(12);
+  b.writeUInt32BE(Math.floor(now / 1000) >>> 0, 0);
+  processRandom.copy(b, 4);
+  counter = (counter + 1) % 0x1000000;
+  b.writeUIntBE(counter, 9, 3);
+  return b.toString('hex');
+}
+
+/** `_id` first, as MongoDB returns documents; JSONB does not keep key order. */
+export function idFirst(doc: JsonObject): JsonObject {
+  if (!('_id' in doc)) return doc;
+  const { _id, ...rest } = doc;
+  return { _id: _id as Json, ...rest };
+}
+
+function validateFieldNames(value: Json, path: string): void {
+  if (Array.isArray(value)) {
+    for (const [i, v] of value.entries()) validateFieldNames(v, `${path}.${i}`);
+  } else if (isPlainObject(value)) {
+    for (const [k, v] of Object.entries(value)) {
+      const where = path ? `${path}.${k}` : k;
+      if (k === '')
+        throw new QueryError(`The document has an empty field name${path ? ` under '${path}'` : ''}.`);
+      if (k.startsWith('$')) throw new QueryError(`Field names may not start with '$': '${where}'.`);
+      if (k.includes('.')) throw new QueryError(`Field names may not contain '.': '${where}'.`);
+      validateFieldNames(v, where);
+    }
+  }
+}
+
+/** Checks a document before it is stored, and gives it an `_id` if it has none. */
+export function prepareDocument(doc: JsonObject, index?: number): JsonObject {
+  const where = index === undefined ? 'The document' : `Document ${index}`;
+  validateFieldNames(doc, '');
+  if (!('_id' in doc)) return { _id: newObjectId(), ...doc };
+  const id = doc._id;
+  if (Array.isArray(id)) throw new QueryError(`${where}: _id may not be an array.`);
+  if (Buffer.byteLength(JSON.stringify(id)) > MAX_ID_BYTES)
+    throw new QueryError(`${where}: _id is longer than ${MAX_ID_BYTES} bytes.`);
+  return idFirst(doc);
+}
+
+/** A canonical text of an `_id`, equal for values MongoDB treats as equal (1 and 1.0; key order aside). */
+function idText(id: Json): string {
+  if (isPlainObject(id)) {
+    return `{${Object.keys(id)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${idText(id[k] as Json)}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(id);
+}
+
+export interface ReadOptions {
+  filter: Filter;
+  sort: SortKey[];
+  skip: number;
+  limit: number;
+}
+
+export interface Statement {
+  text: string;
+  values: string[];
+}
+
+/** The one statement a read runs; exported so tests can EXPLAIN exactly what the API executes. */
+export function readStatement(c: CollectionRef, o: ReadOptions): Statement {
+  const params = new Params();
+  const indexed = indexedPaths(c);
+  const where = compileFilter(o.filter, { params, indexed });
+  const orderBy = compileSort(o.sort, { indexed }, params);
+  const text = `select doc from ${c.table} where ${where} order by ${orderBy} offset ${params.int(o.skip)} limit ${params.int(o.limit)}`;
+  return { text, values: params.values };
+}
+
+export function countStatement(c: CollectionRef, filter: Filter): Statement {
+  const params = new Params();
+  const where = compileFilter(filter, { params, indexed: indexedPaths(c) });
+  return { text: `select count(*) as n from ${c.table} where ${where}`, values: params.values };
+}
+
+export async function readDocuments(sql: Sql, c: CollectionRef, o: ReadOptions): Promise<JsonObject[]> {
+  const { text, values } = readStatement(c, o);
+  const rows = await sql.unsafe<{ doc: JsonObject }[]>(text, values);
+  return rows.map((r) => idFirst(r.doc));
+}
+
+export async function countDocuments(sql: Sql, c: CollectionRef, filter: Filter): Promise<number> {
+  const { text, values } = countStatement(c, filter);
+  const [row] = await sql.unsafe<{ n: string }[]>(text, values);
+  return Number(row?.n ?? 0);
+}
+
+/** The plan PostgreSQL chooses for a statement (tests assert that indexes are used). */
+export async function explain(sql: Sql, s: Statement): Promise<string> {
+  const rows = await sql.unsafe<{ 'QUERY PLAN': string }[]>(`explain ${s.text}`, s.values);
+  return rows.map((r) => r['QUERY PLAN']).join('\n');
+}
+
+export async function deleteDocuments(sql: Sql, c: CollectionRef, filter: Filter): Promise<number> {
+  const params = new Params();
+  const where = compileFilter(filter, { params, indexed: indexedPaths(c) });
+  const result = await sql.unsafe(`delete from ${c.table} where ${where}`, params.values);
+  return result.count;
+}
+
+/** Inserts all documents in one statement, or none. */
+export async function insertDocuments(sql: Sql, c: CollectionRef, docs: JsonObject[]): Promise<Json[]> {
+  const prepared = docs.map((d, i) => prepareDocument(d, i));
+  const seen = new Set<string>();
+  for (const d of prepared) {
+    const key = idText(d._id as Json);
+    if (seen.has(key))
+      throw new DuplicateKeyError(`Duplicate _id ${key} within the request; nothing was written.`);
+    seen.add(key);
+  }
+  try {
+    await sql.unsafe(
+      `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d`,
+      [JSON.stringify(prepared)],
+    );
+  } catch (err) {
+    if ((err as { code?: string }).code === '23505') throw await describeDuplicate(sql, c, prepared, err);
+    throw err;
+  }
+  return prepared.map((d) => d._id as Json);
+}
+
+/** Names the offending key of a failed insert: an existing `_id`, or the unique index. */
+async function describeDuplicate(
+  sql: Sql,
+  c: CollectionRef,
+  docs: JsonObject[],
+  err: unknown,
+): Promise<Error> {
+  const constraint = (err as { constraint_name?: string }).constraint_name ?? '';
+  const unique = /^x(\d+)_u$/.exec(constraint);
+  if (unique) {
+    const ix = c.indexes.find((i) => i.id === unique[1]);
+    const fields = ix?.key.map(([p]) => p).join(', ') ?? '?';
+    return new DuplicateKeyError(
+      `A document has the same value as another for the unique index '${ix?.name ?? '?'}' (${fields}); nothing was written.`,
+    );
+  }
+  const ids = docs.map((d) => d._id as Json);
+  const rows = await sql.unsafe<{ id: Json }[]>(
+    `select doc -> '_id' as id from ${c.table} where id in (select mdb.key(x) from jsonb_array_elements($1::text::jsonb) as x) limit 5`,
+    [JSON.stringify(ids)],
+  );
+  const named = rows.map((r) => idText(r.id)).join(', ');
+  return new DuplicateKeyError(
+    `Duplicate _id ${named || '(unknown)'}: it already exists; nothing was written.`,
+  );
+}
+
+export interface UpdatePlan {
+  filter: Filter;
+  /** Computes the new document, or throws a QueryError that aborts the whole update. */
+  apply(doc: JsonObject): JsonObject;
+  /** The document to insert when nothing matched, for upserts. */
+  upsert?: () => JsonObject;
+  modified(before: JsonObject, after: JsonObject): boolean;
+}
+
+export interface UpdateOutcome {
+  matchedCount: number;
+  modifiedCount: number;
+  upsertedId?: Json;
+}
+
+/**
+ * Reads the matching documents FOR UPDATE, computes the new ones in TypeScript, and writes the
+ * changed ones back in batched statements, all in one transaction: an error in any document
+ * (such as $inc on a string) writes nothing.
+ */
+export function updateDocuments(sql: Sql, c: CollectionRef, plan: UpdatePlan): Promise<UpdateOutcome> {
+  return sql
+    .begin(async (tx): Promise<UpdateOutcome> => {
+      const params = new Params();
+      const where = compileFilter(plan.filter, { params, indexed: indexedPaths(c) });
+      const rows = await tx.unsafe<{ doc: JsonObject }[]>(
+        `select doc from ${c.table} where ${where} order by id for update`,
+        params.values,
+      );
+      if (rows.length === 0 && plan.upsert) {
+        const doc = prepareDocument(plan.upsert());
+        await tx.unsafe(
+          `insert into ${c.table} (id, doc) values (mdb.key($1::text::jsonb -> '_id'), $1::text::jsonb)`,
+          [JSON.stringify(doc)],
+        );
+        return { matchedCount: 0, modifiedCount: 0, upsertedId: doc._id as Json };
+      }
+      const changed: JsonObject[] = [];
+      for (const { doc } of rows) {
+        const next = plan.apply(doc);
+        if (plan.modified(doc, next)) changed.push(prepareDocument(next));
+      }
+      for (let i = 0; i < changed.length; i += WRITE_BATCH) {
+        await tx.unsafe(
+          `update ${c.table} as t set doc = u.d
+           from (select mdb.key(x -> '_id') as k, x as d from jsonb_array_elements($1::text::jsonb) as x) as u
+           where t.id = u.k`,
+          [JSON.stringify(changed.slice(i, i + WRITE_BATCH))],
+        );
+      }
+      return { matchedCount: rows.length, modifiedCount: changed.length };
+    })
+    .catch(async (err) => {
+      if ((err as { code?: string }).code === '23505') {
+        const constraint = (err as { constraint_name?: string }).constraint_name ?? '';
+        const unique = /^x(\d+)_u$/.exec(constraint);
+        const ix = unique ? c.indexes.find((i) => i.id === unique[1]) : undefined;
+        throw new DuplicateKeyError(
+          ix
+            ? `The update would give two documents the same value for the unique index '${ix.name}'; nothing was written.`
+            : 'The upsert would insert an _id that already exists; nothing was written.',
+        );
+      }
+      throw err;
+    });
+}

@@ -1,0 +1,331 @@
+import { type Json, QueryError } from './errors.js';
+import type { Cond, Filter, Scalar, TypeName } from './filter-ast.js';
+import type { Params } from './params.js';
+import { accessor, type FieldPath, full, type Nav, navs, rootNavs } from './path.js';
+
+/** Where an indexed path's keys live: generated columns on the collection table, or the primary key. */
+export interface IndexedPath {
+  /** SQL for the ascending key column (already quoted), e.g. `"i3_0_a"` or `id`. */
+  key: string;
+  /** Whether keys are cut at 1,024 bytes (index columns) or exact (the primary key). */
+  truncated: boolean;
+  /** SQL for the column that is true when the path crosses an array; absent for `_id`. */
+  multikey?: string;
+}
+
+export interface FilterContext {
+  params: Params;
+  indexed(path: string): IndexedPath | undefined;
+}
+
+const FALSE = '(1 == 0)';
+const INT32_MIN = -2147483648;
+const INT32_MAX = 2147483647;
+
+/** jsonpath variables shared by every predicate of one statement. */
+class Vars {
+  readonly values: Record<string, Json> = {};
+  #n = 0;
+  add(value: Json): string {
+    const name = `v${this.#n++}`;
+    this.values[name] = value;
+    return `$${name}`;
+  }
+}
+
+function isCompound(v: Json): boolean {
+  return typeof v === 'object' && v !== null;
+}
+
+/**
+ * Compiles a parsed filter into a SQL boolean over the row (`doc`, and the catalog's key columns).
+ *
+ * Each condition is exact on its own: a jsonpath predicate (lax mode) evaluated with
+ * jsonb_path_match, which walks arrays the way MongoDB does. Where an index covers the path, a
+ * superset condition on its key column is ANDed in front so the planner can use the btree; the
+ * multikey column adds the documents whose path crosses an array, which the keys cannot describe.
+ */
+export function compileFilter(filter: Filter, ctx: FilterContext): string {
+  const vars = new Vars();
+  let varsIndex = -1;
+  // One jsonb of variables for every predicate; bound on first use, filled in at the end.
+  const varsRef = () => {
+    if (varsIndex < 0) {
+      ctx.params.json({});
+      varsIndex = ctx.params.values.length - 1;
+    }
+    return `$${varsIndex + 1}::text::jsonb`;
+  };
+  const sql = new SqlCompiler(ctx, vars, varsRef).filter(filter);
+  if (varsIndex >= 0) ctx.params.values[varsIndex] = JSON.stringify(vars.values);
+  return sql;
+}
+
+class SqlCompiler {
+  readonly jp: JsonpathCompiler;
+  constructor(
+    private readonly ctx: FilterContext,
+    vars: Vars,
+    private readonly varsRef: () => string,
+  ) {
+    this.jp = new JsonpathCompiler(vars);
+  }
+
+  filter(f: Filter): string {
+    switch (f.kind) {
+      case 'all':
+        return 'true';
+      case 'and':
+        return `(${f.children.map((c) => this.filter(c)).join(' and ')})`;
+      case 'or':
+        return `(${f.children.map((c) => this.filter(c)).join(' or ')})`;
+      case 'nor':
+        return `not (${f.children.map((c) => this.filter(c)).join(' or ')})`;
+      case 'field':
+        return this.cond(f.path, f.cond);
+    }
+  }
+
+  private match(jsonpath: string): string {
+    return `jsonb_path_match(doc, ${this.ctx.params.jsonpath(`lax ${jsonpath}`)}, ${this.varsRef()})`;
+  }
+
+  private cond(path: FieldPath, cond: Cond, useIndex = true): string {
+    const withSuperset = (exact: string) => (useIndex ? this.withSuperset(path, cond, exact) : exact);
+    switch (cond.op) {
+      case 'not':
+        // An index condition cannot help a negation: the matches are the documents outside it.
+        return `not ${this.cond(path, cond.cond, false)}`;
+      case 'and':
+        return `(${cond.conds.map((c) => this.cond(path, c, useIndex)).join(' and ')})`;
+      case 'eq':
+        if (isCompound(cond.value)) return withSuperset(this.compoundEq(path, [cond.value]));
+        return withSuperset(this.match(this.jp.cond('$', path.segments, cond)));
+      case 'in': {
+        const compound = cond.values.filter(isCompound);
+        const plain = cond.values.filter((v) => !isCompound(v));
+        const parts: string[] = [];
+        if (plain.length > 0)
+          parts.push(this.match(this.jp.cond('$', path.segments, { op: 'in', values: plain })));
+        if (compound.length > 0) parts.push(this.compoundEq(path, compound));
+        if (parts.length === 0) return 'false';
+        return withSuperset(parts.length === 1 ? (parts[0] as string) : `(${parts.join(' or ')})`);
+      }
+      default:
+        return withSuperset(this.match(this.jp.cond('$', path.segments, cond)));
+    }
+  }
+
+  /** Equality with objects and arrays: jsonpath cannot compare them, jsonb `=` can (key order aside). */
+  private compoundEq(path: FieldPath, values: Json[]): string {
+    const p = this.ctx.params;
+    const navsRef = p.jsonpathArray(rootNavs(path));
+    const valuesRef = p.json(values);
+    return `exists (select 1 from unnest(${navsRef}) as n(p) cross join lateral jsonb_path_query(doc, n.p) as t(v)
+      where t.v in (select jsonb_array_elements(${valuesRef}))
+         or (jsonb_typeof(t.v) = 'array' and exists (
+              select 1 from jsonb_array_elements(t.v) as e(v) where e.v in (select jsonb_array_elements(${valuesRef})))))`;
+  }
+
+  private withSuperset(path: FieldPath, cond: Cond, exact: string): string {
+    const idx = this.ctx.indexed(path.text);
+    if (!idx) return exact;
+    const sup = superset(idx, cond, this.ctx.params);
+    return sup ? `(${sup} and ${exact})` : exact;
+  }
+}
+
+/** Type-bracket bounds of the keys mdb.key() produces (see migration 0002). */
+const BRACKETS: Record<string, [string, string]> = {
+  number: ["'\\x14'::bytea", "'\\x15'::bytea"],
+  string: ["'\\x1e'::bytea", "'\\x1f'::bytea"],
+  boolean: ["'\\x3c'::bytea", "'\\x3d'::bytea"],
+};
+
+function keyOf(idx: IndexedPath, params: Params, value: Json): string {
+  const k = `mdb.key(${params.json(value)})`;
+  return idx.truncated ? `substr(${k}, 1, 1024)` : k;
+}
+
+/** A condition on the index key columns that every matching document satisfies, or undefined. */
+function superset(idx: IndexedPath, cond: Cond, params: Params): string | undefined {
+  const orMulti = idx.multikey ? ` or ${idx.multikey}` : '';
+  switch (cond.op) {
+    case 'eq':
+      return `(${idx.key} = ${keyOf(idx, params, cond.value)}${orMulti})`;
+    case 'in':
+      if (cond.values.length === 0) return undefined;
+      return `(${idx.key} in (${cond.values.map((v) => keyOf(idx, params, v)).join(', ')})${orMulti})`;
+    case 'cmp': {
+      if (cond.value === null) {
+        return cond.cmp === '>=' || cond.cmp === '<='
+          ? `(${idx.key} = ${keyOf(idx, params, null)}${orMulti})`
+          : undefined;
+      }
+      const [lo, hi] = BRACKETS[typeof cond.value] as [string, string];
+      const k = keyOf(idx, params, cond.value);
+      // Inclusive bounds: keys round numbers to doubles and cut long strings, so the exact
+      // predicate decides the boundary.
+      return cond.cmp === '>' || cond.cmp === '>='
+        ? `((${idx.key} >= ${k} and ${idx.key} < ${hi})${orMulti})`
+        : `((${idx.key} >= ${lo} and ${idx.key} <= ${k})${orMulti})`;
+    }
+    case 'and': {
+      const parts = cond.conds
+        .map((c) => superset(idx, c, params))
+        .filter((s): s is string => s !== undefined);
+      return parts.length > 0 ? parts.join(' and ') : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * Builds jsonpath predicates (lax mode) with MongoDB's semantics. Every predicate it returns is
+ * two-valued (built from exists(), type tests and guarded comparisons), so `!` is safe.
+ */
+export class JsonpathCompiler {
+  constructor(private readonly vars: Vars) {}
+
+  filter(root: string, f: Filter): string {
+    switch (f.kind) {
+      case 'all':
+        return '(1 == 1)';
+      case 'and':
+        return `(${f.children.map((c) => this.filter(root, c)).join(' && ')})`;
+      case 'or':
+        return `(${f.children.map((c) => this.filter(root, c)).join(' || ')})`;
+      case 'nor':
+        return `!(${f.children.map((c) => this.filter(root, c)).join(' || ')})`;
+      case 'field':
+        return this.cond(root, f.path.segments, f.cond);
+    }
+  }
+
+  cond(root: string, segments: string[], cond: Cond): string {
+    const walks = navs(root, segments);
+    const any = (pred: (nav: Nav) => string) => `(${walks.map(pred).join(' || ')})`;
+    switch (cond.op) {
+      case 'none':
+        return FALSE;
+      case 'not':
+        return `!${this.cond(root, segments, cond.cond)}`;
+      case 'and':
+        return `(${cond.conds.map((c) => this.cond(root, segments, c)).join(' && ')})`;
+      case 'eq':
+        return this.inValues(root, segments, walks, [cond.value]);
+      case 'in':
+        return this.inValues(root, segments, walks, cond.values);
+      case 'cmp': {
+        if (cond.value === null)
+          return cond.cmp === '>=' || cond.cmp === '<='
+            ? this.inValues(root, segments, walks, [null])
+            : FALSE;
+        const v = this.vars.add(cond.value);
+        return any((n) => `exists(${full(n)} ? (@.type() != "array" && @ ${cond.cmp} ${v}))`);
+      }
+      case 'exists': {
+        const test = any((n) => `exists(${full(n)})`);
+        return cond.value ? test : `!${test}`;
+      }
+      case 'type':
+        return `(${cond.types.map((t) => any((n) => this.typeTest(n, t))).join(' || ')})`;
+      case 'size': {
+        const v = this.vars.add(cond.n);
+        return any((n) => onValue(n, (x) => `(${x}.type() == "array" && ${x}.size() == ${v})`));
+      }
+      case 'elemMatch':
+        return any((n) =>
+          onValue(
+            n,
+            (x) =>
+              `(${x}.type() == "array" && exists(${x}[*] ? (@.type() == "object" && ${this.filter('@', cond.filter)})))`,
+          ),
+        );
+      case 'elemMatchValue':
+        return any((n) =>
+          onValue(
+            n,
+            (x) => `(${x}.type() == "array" && exists(${x}[*] ? (${this.cond('@', [], cond.cond)})))`,
+          ),
+        );
+      case 'regex': {
+        const flags = cond.flags ? ` flag ${JSON.stringify(cond.flags)}` : '';
+        return any((n) => `exists(${full(n)} ? (@ like_regex ${JSON.stringify(cond.pattern)}${flags}))`);
+      }
+      case 'mod': {
+        const d = this.vars.add(cond.divisor);
+        const r = this.vars.add(cond.remainder);
+        // MongoDB truncates the value to an integer before taking the remainder.
+        return any((n) => `exists(${full(n)} ? (@.type() == "number" && (@ - @ % 1) % ${d} == ${r}))`);
+      }
+    }
+  }
+
+  private inValues(root: string, segments: string[], walks: Nav[], values: Json[]): string {
+    const parts: string[] = [];
+    const scalars = values.filter((v) => v !== null && !isCompound(v)) as Exclude<Scalar, null>[];
+    if (scalars.length > 0) {
+      const tests = scalars.map((s) => `@ == ${this.vars.add(s)}`).join(' || ');
+      for (const n of walks) parts.push(`exists(${full(n)} ? (@.type() != "array" && (${tests})))`);
+    }
+    if (values.includes(null)) {
+      parts.push(nullOrMissing(root, segments));
+      for (const n of walks.filter((w) => w.positional)) parts.push(`exists(${full(n)} ? (@ == null))`);
+    }
+    if (values.some(isCompound)) {
+      // Reached only inside $elemMatch: top-level equality with objects and arrays is compiled to SQL.
+      throw new QueryError(
+        'Equality with an object or array inside $elemMatch is not supported; compare its fields instead.',
+      );
+    }
+    return parts.length > 0 ? `(${parts.join(' || ')})` : FALSE;
+  }
+
+  private typeTest(n: Nav, t: TypeName): string {
+    const isInt = `(@ == @.floor() && @ >= ${INT32_MIN} && @ <= ${INT32_MAX})`;
+    switch (t) {
+      case 'array':
+        return onValue(n, (x) => `${x}.type() == "array"`);
+      case 'number':
+        return `exists(${full(n)} ? (@.type() == "number"))`;
+      case 'int':
+        return `exists(${full(n)} ? (@.type() == "number" && ${isInt}))`;
+      case 'double':
+        return `exists(${full(n)} ? (@.type() == "number" && !${isInt}))`;
+      case 'long':
+      case 'decimal':
+        return FALSE;
+      case 'bool':
+        return `exists(${full(n)} ? (@.type() == "boolean"))`;
+      default:
+        return `exists(${full(n)} ? (@.type() == "${t}"))`;
+    }
+  }
+}
+
+/**
+ * Applies a predicate to the value a walk reaches, without lax mode unwrapping it: through a
+ * filter on the parent, whose items are single objects.
+ */
+function onValue(n: Nav, pred: (x: string) => string): string {
+  if (n.last === '') return pred(n.parent);
+  return `exists(${n.parent} ? (${pred(`@${n.last}`)}))`;
+}
+
+/**
+ * MongoDB's `{path: null}`: some walk reaches null, or the path is missing where it could have
+ * been: a field absent from an object (also one inside an array), or a scalar in the way. Scalars
+ * that are elements of an array reach nothing and do not count.
+ */
+function nullOrMissing(root: string, segments: string[]): string {
+  const [s, ...rest] = segments;
+  if (s === undefined) return `(${root} == null)`;
+  const a = accessor(s);
+  const inner = rest.length === 0 ? `@${a} == null` : nullOrMissing(`@${a}`, rest);
+  const objects = `exists(${root} ? (@.type() == "object" && (!exists(@${a}) || ${inner})))`;
+  if (root === '$') return objects;
+  const scalars = ['null', 'number', 'string', 'boolean'].map((t) => `${root}.type() == "${t}"`).join(' || ');
+  return `(${objects} || ${scalars})`;
+}

@@ -1,0 +1,91 @@
+import { QueryError } from './errors.js';
+
+/** A dotted field path, split into segments. */
+export interface FieldPath {
+  text: string;
+  segments: string[];
+}
+
+export const MAX_PATH_LENGTH = 1024;
+export const MAX_PATH_SEGMENTS = 32;
+/** Each numeric segment doubles the jsonpath alternatives (array index or field name). */
+export const MAX_NUMERIC_SEGMENTS = 4;
+
+const NUMERIC = /^(0|[1-9][0-9]{0,8})$/;
+
+export function parsePath(text: string, where = 'field path'): FieldPath {
+  if (text.length === 0) throw new QueryError(`An empty ${where} is not allowed.`);
+  if (text.length > MAX_PATH_LENGTH)
+    throw new QueryError(
+      `The ${where} '${text.slice(0, 64)}…' is longer than ${MAX_PATH_LENGTH} characters.`,
+    );
+  const segments = text.split('.');
+  if (segments.length > MAX_PATH_SEGMENTS)
+    throw new QueryError(`The ${where} '${text}' has more than ${MAX_PATH_SEGMENTS} segments.`);
+  for (const s of segments) {
+    if (s === '') throw new QueryError(`The ${where} '${text}' has an empty segment.`);
+    if (s.startsWith('$'))
+      throw new QueryError(
+        `The ${where} '${text}' has a segment starting with '$' ('${s}'); positional and $-prefixed paths are not supported.`,
+      );
+  }
+  if (segments.filter((s) => NUMERIC.test(s)).length > MAX_NUMERIC_SEGMENTS)
+    throw new QueryError(`The ${where} '${text}' has more than ${MAX_NUMERIC_SEGMENTS} numeric segments.`);
+  return { text, segments };
+}
+
+/** A jsonpath member accessor for any key: JSON string syntax is jsonpath string syntax. */
+export function accessor(key: string): string {
+  return `.${JSON.stringify(key)}`;
+}
+
+/** One way a path can be walked: `parent + last` is the jsonpath of the values it reaches. */
+export interface Nav {
+  parent: string;
+  last: string;
+  positional: boolean;
+}
+
+export function full(nav: Nav): string {
+  return nav.parent + nav.last;
+}
+
+/**
+ * The jsonpath walks (lax mode) that reach MongoDB's values for `segments` from `root`.
+ *
+ * Lax member access already traverses one level of arrays and skips non-objects, which is
+ * MongoDB's implicit array traversal. A numeric segment is both a field name and, on an array,
+ * an index; the index walk guards on the parent so that lax mode cannot wrap a non-array.
+ */
+export function navs(root: string, segments: string[]): Nav[] {
+  let alts: Nav[] = [{ parent: root, last: '', positional: false }];
+  for (const seg of segments) {
+    const next: Nav[] = [];
+    for (const alt of alts) {
+      next.push({ parent: full(alt), last: accessor(seg), positional: false });
+      if (NUMERIC.test(seg) && alt.last !== '' && !alt.positional) {
+        next.push({
+          parent: `${alt.parent} ? (@${alt.last}.type() == "array")`,
+          last: `${alt.last}[${seg}]`,
+          positional: true,
+        });
+      }
+    }
+    alts = next;
+  }
+  return alts;
+}
+
+/** The jsonpath walks of a path from the document root, as standalone jsonpath texts. */
+export function rootNavs(path: FieldPath): string[] {
+  return navs('$', path.segments).map((n) => `lax ${full(n)}`);
+}
+
+/** A jsonpath predicate: true when walking the path meets an array anywhere (MongoDB's multikey). */
+export function multikeyPredicate(path: FieldPath): string {
+  const parts: string[] = [];
+  for (let i = 1; i <= path.segments.length; i++) {
+    for (const nav of navs('$', path.segments.slice(0, i))) parts.push(`${full(nav)}.type() == "array"`);
+  }
+  return `lax ${parts.join(' || ')}`;
+}

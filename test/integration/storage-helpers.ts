@@ -1,0 +1,58 @@
+import { expect } from 'vitest';
+import type { TestApp } from '../helpers/app.js';
+
+/** A fresh workplace with one collection, and shortcuts to its document operations. */
+export async function freshCollection(t: TestApp, name = 'items') {
+  const workplace = await t.createWorkplace();
+  const base = `/v1/workplaces/${workplace}/storages`;
+  const created = await t.request({ method: 'POST', url: base, body: { name } });
+  expect(created.status, created.text).toBe(201);
+  const url = `${base}/${name}`;
+  const call = (op: string, body: unknown) => t.request({ method: 'POST', url: `${url}/${op}`, body });
+  return {
+    workplace,
+    url,
+    call,
+    async insert(docs: unknown[]) {
+      const res = await call('create', { docs });
+      expect(res.status, res.text).toBe(201);
+      return res.body.result.insertedIds as unknown[];
+    },
+    async read(body: Record<string, unknown>) {
+      const res = await call('read', body);
+      expect(res.status, res.text).toBe(200);
+      return res.body.result as Record<string, unknown>[];
+    },
+    async ids(body: Record<string, unknown>) {
+      const docs = await this.read({ limit: 1000, ...body });
+      return docs.map((doc) => doc._id);
+    },
+    async index(key: unknown[], options: { name?: string; unique?: boolean } = {}) {
+      const res = await t.request({
+        method: 'POST',
+        url: `${url}/indexes`,
+        body: {
+          name: options.name ?? `ix${Math.random().toString(36).slice(2, 8)}`,
+          key,
+          ...(options.unique ? { unique: true } : {}),
+        },
+      });
+      expect(res.status, res.text).toBe(201);
+      return res.body.result;
+    },
+  };
+}
+
+/** The top-level field paths a query filters on (for indexing them). */
+export function queriedPaths(query: Record<string, unknown>): string[] {
+  const out = new Set<string>();
+  const walk = (q: Record<string, unknown>) => {
+    for (const [k, v] of Object.entries(q)) {
+      if (k === '$and' || k === '$or' || k === '$nor')
+        for (const sub of v as Record<string, unknown>[]) walk(sub);
+      else if (!k.startsWith('$')) out.add(k);
+    }
+  };
+  walk(query);
+  return [...out];
+}

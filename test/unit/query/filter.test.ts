@@ -1,0 +1,224 @@
+import { describe, expect, it } from 'vitest';
+import { QueryError } from '../../../db/query/errors.js';
+import { parseFilter } from '../../../db/query/filter-ast.js';
+import { compileFilter, type IndexedPath } from '../../../db/query/filter-sql.js';
+import { Params } from '../../../db/query/params.js';
+import { multikeyPredicate, navs, parsePath, rootNavs } from '../../../db/query/path.js';
+import { translateRegex } from '../../../db/query/regex.js';
+import { compileSort, parseSort } from '../../../db/query/sort.js';
+import { filterCases } from '../../integration/storage-cases.js';
+
+function compile(query: unknown, indexed: (p: string) => IndexedPath | undefined = () => undefined) {
+  const params = new Params();
+  const sql = compileFilter(parseFilter(query), { params, indexed });
+  return { sql, params: params.values };
+}
+
+const everyPathIndexed = (p: string): IndexedPath =>
+  p === '_id' ? { key: 'id', truncated: false } : { key: '"i1_0_a"', truncated: true, multikey: '"i1_0_m"' };
+
+describe('parseFilter rejects what MongoDB rejects, naming the operator and the path', () => {
+  it.each([
+    [{ a: { $foo: 1 } }, /Unknown query operator '\$foo' on 'a'/],
+    [{ a: { $gt: 1, b: 2 } }, /'a' mixes operators/],
+    [{ $where: 'this.a > 1' }, /Unknown top-level query operator '\$where'/],
+    [{ $expr: {} }, /Unknown top-level query operator '\$expr'/],
+    [{ $and: [] }, /\$and must be a non-empty array/],
+    [{ $or: {} }, /\$or must be a non-empty array/],
+    [{ $nor: [1] }, /\$nor\[0\] must be a query object/],
+    [{ a: { $in: 1 } }, /\$in on 'a' needs an array/],
+    [{ a: { $nin: 'x' } }, /\$nin on 'a' needs an array/],
+    [{ a: { $in: [{ $gt: 1 }] } }, /\$in on 'a' holds an operator object/],
+    [{ a: { $gt: [1] } }, /\$gt on 'a' compares with an array/],
+    [{ a: { $lte: { x: 1 } } }, /\$lte on 'a' compares with an object/],
+    [{ a: { $size: -1 } }, /\$size on 'a' needs a non-negative integer/],
+    [{ a: { $size: 1.5 } }, /\$size on 'a'/],
+    [{ a: { $exists: 'yes' } }, /\$exists on 'a' needs true or false/],
+    [{ a: { $type: 'date' } }, /\$type on 'a': unknown or unsupported type "date"/],
+    [{ a: { $type: [] } }, /\$type on 'a' needs at least one type/],
+    [{ a: { $mod: [0, 1] } }, /\$mod on 'a': the divisor must not be 0/],
+    [{ a: { $mod: [2] } }, /\$mod on 'a' needs an array of two numbers/],
+    [{ a: { $regex: 1 } }, /\$regex on 'a' needs a string/],
+    [{ a: { $regex: 'x', $options: 'g' } }, /\$options on 'a' may only hold/],
+    [{ a: { $options: 'i' } }, /\$options on 'a' needs a \$regex/],
+    [{ a: { $regex: '(?<n>x)' } }, /named groups/],
+    [{ a: { $regex: '\\p{L}' } }, /\$regex on 'a' uses this escape/],
+    [{ a: { $not: 5 } }, /\$not on 'a' needs an object of operators/],
+    [{ a: { $elemMatch: 5 } }, /\$elemMatch on 'a' needs an object/],
+    [{ a: { $elemMatch: { b: { x: 1 } } } }, /inside \$elemMatch is not supported/],
+    [{ 'a..b': 1 }, /'a\.\.b' has an empty segment/],
+    [{ 'a.$.b': 1 }, /segment starting with '\$'/],
+    [{ 'a.$[].b': 1 }, /positional/],
+    [{ ['x'.repeat(1025)]: 1 }, /longer than 1024/],
+    [{ 'a.0.1.2.3.4': 1 }, /more than 4 numeric segments/],
+    [[], /must be a JSON object/],
+  ])('%j', (query, message) => {
+    const run = () => compile(query);
+    expect(run).toThrow(QueryError);
+    expect(run).toThrow(message);
+  });
+
+  it('rejects queries nested too deep and with too many conditions', () => {
+    let deep: Record<string, unknown> = { a: 1 };
+    for (let i = 0; i < 40; i++) deep = { $and: [deep] };
+    expect(() => compile(deep)).toThrow(/nested deeper than 32/);
+    const wide = Object.fromEntries(Array.from({ length: 1001 }, (_, i) => [`f${i}`, i]));
+    expect(() => compile(wide)).toThrow(/more than 1000 conditions/);
+  });
+});
+
+describe('compiled SQL holds no request text: every value, path and regex is a bound parameter', () => {
+  const hostile = [
+    "'; drop table workplaces; --",
+    '"; select 1; --',
+    'x$$ select $$',
+    'a\\" ) || true || ( "',
+    ') ? (@ == 1) || exists($',
+    'ключ',
+    '🙂',
+  ];
+  it.each(hostile)('field name and value %j', (s) => {
+    for (const indexed of [undefined, everyPathIndexed]) {
+      const { sql, params } = compile(
+        {
+          [s]: s,
+          [`${s}.x`]: { $regex: s.replace(/[\\()[\]{}.*+?^$|]/g, '\\$&') },
+          $or: [{ [s]: { $gt: s } }],
+        },
+        indexed,
+      );
+      expect(sql).not.toContain(s);
+      expect(sql).not.toContain('drop');
+      expect(params.some((p) => p.includes(JSON.stringify(s).slice(1, -1)) || p.includes(s))).toBe(true);
+    }
+  });
+
+  it.each(filterCases.map((c) => [c.name, c.query] as const))(
+    '%s: SQL text is made of our own syntax only',
+    (_n, query) => {
+      for (const indexed of [undefined, everyPathIndexed]) {
+        const { sql } = compile(query, indexed);
+        // Whatever the query, the text is built from a fixed vocabulary plus $n placeholders.
+        const stripped = sql
+          .replace(/\$\d+::(text::jsonb|jsonpath\[\]|jsonpath|jsonb|bigint|text)/g, '')
+          .replace(/'\\x[0-9a-f]{2}'::bytea|'null'::jsonb/g, '')
+          .replace(/"i1_0_[adm]"/g, '');
+        expect(stripped).toMatch(/^[a-z_()., =<>\n*'0-9]*$/);
+      }
+    },
+  );
+});
+
+describe('SQL shapes', () => {
+  it('an empty query is true and binds nothing', () => {
+    expect(compile({})).toEqual({ sql: 'true', params: [] });
+  });
+
+  it('indexed equality puts a key condition (or the multikey flag) before the exact predicate', () => {
+    const { sql } = compile({ a: 5 }, everyPathIndexed);
+    expect(sql).toMatch(
+      /^\(\("i1_0_a" = substr\(mdb\.key\(\$\d+::text::jsonb\), 1, 1024\) or "i1_0_m"\) and jsonb_path_match/,
+    );
+  });
+
+  it('indexed ranges stay inside the type bracket and use inclusive bounds', () => {
+    expect(compile({ a: { $gt: 5 } }, everyPathIndexed).sql).toContain(
+      `"i1_0_a" >= substr(mdb.key($3::text::jsonb), 1, 1024) and "i1_0_a" < '\\x15'::bytea`,
+    );
+    expect(compile({ a: { $lt: 'm' } }, everyPathIndexed).sql).toContain(
+      `"i1_0_a" >= '\\x1e'::bytea and "i1_0_a" <= substr(mdb.key($3::text::jsonb), 1, 1024)`,
+    );
+  });
+
+  it('_id conditions use the primary key, untruncated', () => {
+    expect(compile({ _id: 'x' }, everyPathIndexed).sql).toMatch(
+      /^\(\(id = mdb\.key\(\$\d+::text::jsonb\)\) and /,
+    );
+    expect(compile({ _id: { $in: ['x', 'y'] } }, everyPathIndexed).sql).toMatch(
+      /id in \(mdb\.key\(\$\d+::text::jsonb\), mdb\.key/,
+    );
+  });
+
+  it('negations get no index condition', () => {
+    expect(compile({ a: { $ne: 5 } }, everyPathIndexed).sql).toMatch(/^not jsonb_path_match/);
+  });
+
+  it('values travel as jsonpath variables, not in the jsonpath text', () => {
+    const { params } = compile({ a: 'needle', b: { $gt: 7 } });
+    const paths = params.filter((p) => p.startsWith('lax '));
+    expect(paths.join(' ')).not.toContain('needle');
+    expect(params).toContain(JSON.stringify({ v0: 'needle', v1: 7 }));
+  });
+
+  it('the same jsonpath is bound once', () => {
+    const { params } = compile({ $or: [{ a: { $exists: true } }, { b: 1 }, { a: { $exists: true } }] });
+    expect(params.filter((p) => p.startsWith('lax '))).toHaveLength(2);
+  });
+});
+
+describe('paths', () => {
+  it('walks numeric segments as an array index and as a field name', () => {
+    expect(rootNavs(parsePath('a.0.b'))).toEqual([
+      'lax $."a"."0"."b"',
+      'lax $ ? (@."a".type() == "array")."a"[0]."b"',
+    ]);
+  });
+
+  it('quotes every key as a jsonpath string', () => {
+    expect(navs('$', ['a"b', 'c\\d']).map((n) => n.parent + n.last)).toEqual(['$."a\\"b"."c\\\\d"']);
+  });
+
+  it('the multikey predicate checks every prefix', () => {
+    expect(multikeyPredicate(parsePath('a.b'))).toBe(
+      'lax $."a".type() == "array" || $."a"."b".type() == "array"',
+    );
+  });
+});
+
+describe('regex translation from PCRE to PostgreSQL', () => {
+  it.each([
+    ['\\bword\\b', '\\yword\\y'],
+    ['\\Bx', '\\Yx'],
+    ['end\\z', 'end\\Z'],
+    ['[\\b]', '[\\b]'],
+    ['a(?=b)', 'a(?=b)'],
+    ['(?<=a)b', '(?<=a)b'],
+    ['\\d+\\.\\d*', '\\d+\\.\\d*'],
+  ])('%s → %s', (source, pattern) => {
+    expect(translateRegex(source, '', 'f').pattern).toBe(pattern);
+  });
+
+  it('keeps supported options and drops u', () => {
+    expect(translateRegex('x', 'imsxu', 'f').flags).toBe('imsx');
+  });
+
+  it.each(['(?>a)', 'a*+', '(?i)a', '\\K', '(?P<n>a)', '(?#c)'])('refuses %s', (source) => {
+    expect(() => translateRegex(source, '', 'f')).toThrow(QueryError);
+  });
+});
+
+describe('sort', () => {
+  it('compiles indexed keys to their columns and others to mdb.sort_key, with an _id tiebreak', () => {
+    const params = new Params();
+    const indexed = (p: string) =>
+      p === 'a' ? { key: '"i1_0_a"', desc: '"i1_0_d"', truncated: true } : undefined;
+    expect(compileSort(parseSort({ a: -1, b: 1 }), { indexed }, params)).toBe(
+      '"i1_0_d" desc, mdb.sort_key(doc, $1::jsonpath[], 1) asc, id asc',
+    );
+    expect(params.values).toEqual(['{"lax $.\\"b\\""}']);
+  });
+
+  it('stops at _id, which is unique', () => {
+    expect(compileSort(parseSort({ _id: -1, a: 1 }), { indexed: () => undefined }, new Params())).toBe(
+      'id desc',
+    );
+  });
+
+  it.each([
+    [{ a: 2 }, /must be 1 or -1/],
+    [[], /sort must be an object/],
+    [{ '': 1 }, /empty sort path/],
+  ])('rejects %j', (sort, message) => {
+    expect(() => parseSort(sort)).toThrow(message);
+  });
+});

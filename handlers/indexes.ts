@@ -14,6 +14,9 @@ import type { Handler, HandlerDeps } from './types.js';
 
 type Index = components['schemas']['Index'];
 
+/** MongoDB's limit is 64 including _id_; each field also adds three columns to the table. */
+export const MAX_INDEXES = 63;
+
 function present(ix: Pick<IndexRow, 'name' | 'key' | 'is_unique'>): Index {
   return { name: ix.name, key: ix.key.map(([path, dir]) => ({ [path]: dir })), unique: ix.is_unique };
 }
@@ -45,6 +48,8 @@ export function indexHandlers({ sql }: HandlerDeps) {
   const createIndex: Handler<'createIndex'> = async ({ params, body }) => {
     const c = await requireCollection(sql, params.name, params.storage_name);
     if (body.name === ID_INDEX_NAME) throw errors.indexExists(body.name);
+    if (c.indexes.length >= MAX_INDEXES)
+      throw errors.badRequest(`A collection has at most ${MAX_INDEXES} indexes besides _id_; delete one first.`);
     const key = parseKey(body.key);
     const outcome = await createIndexRow(sql, c, body.name, key, body.unique ?? false);
     if ('exists' in outcome) throw errors.indexExists(body.name);

@@ -1,5 +1,5 @@
 import type { IndexedPath } from './query/filter-sql.js';
-import { multikeyPredicate, parsePath, rootNavs } from './query/path.js';
+import { missingPredicate, multikeyPredicate, parsePath, rootNavs } from './query/path.js';
 import type { Sql, TransactionSql } from './sql.js';
 import { workplaceSchema } from './workplaces.js';
 
@@ -171,7 +171,8 @@ async function addIndexStructures(
   for (const [n, [path]] of key.entries()) {
     const parsed = parsePath(path);
     await tx`select mdb.add_index_field(${table}::regclass, ${columnPrefix(indexId, n)},
-      ${rootNavs(parsed)}::jsonpath[], ${multikeyPredicate(parsed)}::jsonpath)`;
+      ${rootNavs(parsed)}::jsonpath[], ${missingPredicate(parsed) ?? null}::jsonpath,
+      ${multikeyPredicate(parsed)}::jsonpath)`;
   }
   const col = (n: number, suffix: 'a' | 'd' | 'm') => `"${columnPrefix(indexId, n)}_${suffix}"`;
   const ddl: string[] = [];

@@ -70,8 +70,10 @@ $$;
 
 -- The key a document sorts by on a path (given as its jsonpath alternatives): MongoDB sorts an
 -- array by its smallest element ascending (dir 1) and its largest descending (dir -1), an empty
--- array before null, and a missing field as null. Keys are cut at 1,024 bytes so they fit a btree.
-create function mdb.sort_key(doc jsonb, navs jsonpath[], dir int) returns bytea
+-- array before null, and a missing field as null, also inside an array of documents (`missing`
+-- is true when some object on the way lacks the next field). Keys are cut at 1,024 bytes so they
+-- fit a btree.
+create function mdb.sort_key(doc jsonb, navs jsonpath[], dir int, missing jsonpath) returns bytea
 language plpgsql immutable parallel safe as $$
 declare
   p jsonpath;
@@ -100,22 +102,27 @@ begin
       end if;
     end loop;
   end loop;
+  if missing is not null and best is not null and jsonb_path_match(doc, missing) then
+    k := '\x0a'::bytea;
+    if (dir >= 0 and k < best) or (dir < 0 and k > best) then best := k; end if;
+  end if;
   return substr(coalesce(best, '\x0a'::bytea), 1, 1024);
 end
 $$;
 
 -- Adds the generated key columns and btrees of one index to a collection table. Names and paths
 -- arrive as parameters and are quoted here by format(), so no request text is spliced into SQL.
-create function mdb.add_index_field(tbl regclass, col_prefix text, navs jsonpath[], multikey jsonpath)
+create function mdb.add_index_field(
+  tbl regclass, col_prefix text, navs jsonpath[], missing jsonpath, multikey jsonpath)
 returns void language plpgsql as $$
 begin
   if col_prefix !~ '^i[0-9]+_[0-9]+$' then
     raise exception 'bad column prefix %', col_prefix;
   end if;
   execute format(
-    'alter table %s add column %I bytea generated always as (mdb.sort_key(doc, %L::jsonpath[], 1)) stored,'
-    ' add column %I bytea generated always as (mdb.sort_key(doc, %L::jsonpath[], -1)) stored,'
+    'alter table %s add column %I bytea generated always as (mdb.sort_key(doc, %L::jsonpath[], 1, %L)) stored,'
+    ' add column %I bytea generated always as (mdb.sort_key(doc, %L::jsonpath[], -1, %L)) stored,'
     ' add column %I boolean generated always as (coalesce(jsonb_path_match(doc, %L::jsonpath), false)) stored',
-    tbl, col_prefix || '_a', navs, col_prefix || '_d', navs, col_prefix || '_m', multikey);
+    tbl, col_prefix || '_a', navs, missing, col_prefix || '_d', navs, missing, col_prefix || '_m', multikey);
 end
 $$;

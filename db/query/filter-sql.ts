@@ -1,7 +1,7 @@
 import { type Json, QueryError } from './errors.js';
 import type { Cond, Filter, Scalar, TypeName } from './filter-ast.js';
 import type { Params } from './params.js';
-import { accessor, type FieldPath, full, type Nav, navs, rootNavs } from './path.js';
+import { type FieldPath, full, type Nav, navs, nullOrMissing, rootNavs } from './path.js';
 
 /** Where an indexed path's keys live: generated columns on the collection table, or the primary key. */
 export interface IndexedPath {
@@ -312,20 +312,4 @@ export class JsonpathCompiler {
 function onValue(n: Nav, pred: (x: string) => string): string {
   if (n.last === '') return pred(n.parent);
   return `exists(${n.parent} ? (${pred(`@${n.last}`)}))`;
-}
-
-/**
- * MongoDB's `{path: null}`: some walk reaches null, or the path is missing where it could have
- * been: a field absent from an object (also one inside an array), or a scalar in the way. Scalars
- * that are elements of an array reach nothing and do not count.
- */
-function nullOrMissing(root: string, segments: string[]): string {
-  const [s, ...rest] = segments;
-  if (s === undefined) return `(${root} == null)`;
-  const a = accessor(s);
-  const inner = rest.length === 0 ? `@${a} == null` : nullOrMissing(`@${a}`, rest);
-  const objects = `exists(${root} ? (@.type() == "object" && (!exists(@${a}) || ${inner})))`;
-  if (root === '$') return objects;
-  const scalars = ['null', 'number', 'string', 'boolean'].map((t) => `${root}.type() == "${t}"`).join(' || ');
-  return `(${objects} || ${scalars})`;
 }

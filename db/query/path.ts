@@ -89,3 +89,28 @@ export function multikeyPredicate(path: FieldPath): string {
   }
   return `lax ${parts.join(' || ')}`;
 }
+
+/**
+ * MongoDB's `{path: null}`: some walk reaches null, or the path is missing where it could have
+ * been: a field absent from an object (also one inside an array), or a scalar in the way. Scalars
+ * that are elements of an array reach nothing and do not count.
+ */
+export function nullOrMissing(root: string, segments: string[]): string {
+  const [s, ...rest] = segments;
+  if (s === undefined) return `(${root} == null)`;
+  const a = accessor(s);
+  const inner = rest.length === 0 ? `@${a} == null` : nullOrMissing(`@${a}`, rest);
+  const objects = `exists(${root} ? (@.type() == "object" && (!exists(@${a}) || ${inner})))`;
+  if (root === '$') return objects;
+  const scalars = ['null', 'number', 'string', 'boolean'].map((t) => `${root}.type() == "${t}"`).join(' || ');
+  return `(${objects} || ${scalars})`;
+}
+
+/**
+ * For sorts: true when walking the path meets an object without the next field (MongoDB then
+ * counts null among the values), or undefined for a one-segment path, where that is the same as
+ * reaching nothing.
+ */
+export function missingPredicate(path: FieldPath): string | undefined {
+  return path.segments.length > 1 ? `lax ${nullOrMissing('$', path.segments)}` : undefined;
+}

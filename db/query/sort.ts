@@ -1,7 +1,7 @@
 import { isPlainObject, QueryError } from './errors.js';
 import type { IndexedPath } from './filter-sql.js';
 import type { Params } from './params.js';
-import { parsePath, rootNavs } from './path.js';
+import { missingPredicate, parsePath, rootNavs } from './path.js';
 
 export interface SortKey {
   path: string;
@@ -48,7 +48,14 @@ export function compileSort(keys: SortKey[], columns: SortColumns, params: Param
     const idx = columns.indexed(path);
     const column = dir === 1 ? idx?.key : idx?.desc;
     if (column) parts.push(`${column} ${order}`);
-    else parts.push(`mdb.sort_key(doc, ${params.jsonpathArray(rootNavs(parsePath(path)))}, ${dir}) ${order}`);
+    else {
+      const parsed = parsePath(path);
+      const missing = missingPredicate(parsed);
+      const navsRef = params.jsonpathArray(rootNavs(parsed));
+      parts.push(
+        `mdb.sort_key(doc, ${navsRef}, ${dir}, ${missing ? params.jsonpath(missing) : 'null'}) ${order}`,
+      );
+    }
   }
   if (!idSeen) parts.push(`id ${keys.at(-1)?.dir === -1 ? 'desc' : 'asc'}`);
   return parts.join(', ');

@@ -525,4 +525,22 @@ export const sortCases: SortCase[] = [
     ids: [1, 2, 3],
   },
   { name: '_id descending', docs: [d(1), d(3), d(2)], sort: { _id: -1 }, ids: [3, 2, 1] },
+  {
+    name: 'a document missing the field inside an array sorts as null ascending',
+    docs: [d(1, { a: [{ b: 5 }, { c: 1 }] }), d(2, { a: [{ b: 3 }] }), d(3, { a: [{ b: 4 }] })],
+    sort: { 'a.b': 1 },
+    ids: [1, 2, 3],
+  },
+  {
+    name: '... and by its largest value descending',
+    docs: [d(1, { a: [{ b: 5 }, { c: 1 }] }), d(2, { a: [{ b: 3 }] }), d(3, { a: [{ b: 4 }] })],
+    sort: { 'a.b': -1 },
+    ids: [1, 3, 2],
+  },
+  {
+    name: 'an empty array sorts before null',
+    docs: [d(1, { a: null }), d(2, { a: [] }), d(3, { a: 0 })],
+    sort: { a: 1 },
+    ids: [2, 1, 3],
+  },
 ];

@@ -203,7 +203,7 @@ describe('sort', () => {
     const indexed = (p: string) =>
       p === 'a' ? { key: '"i1_0_a"', desc: '"i1_0_d"', truncated: true } : undefined;
     expect(compileSort(parseSort({ a: -1, b: 1 }), { indexed }, params)).toBe(
-      '"i1_0_d" desc, mdb.sort_key(doc, $1::jsonpath[], 1) asc, id asc',
+      '"i1_0_d" desc, mdb.sort_key(doc, $1::jsonpath[], 1, null) asc, id asc',
     );
     expect(params.values).toEqual(['{"lax $.\\"b\\""}']);
   });

@@ -36,18 +36,24 @@ export function idFirst(doc: JsonObject): JsonObject {
   return { _id: _id as Json, ...rest };
 }
 
-function validateFieldNames(value: Json, path: string): void {
+/** MongoDB's limit on nested documents and arrays. */
+export const MAX_DOCUMENT_DEPTH = 100;
+
+function validateFieldNames(value: Json, path: string, depth = 0): void {
+  if (typeof value !== 'object' || value === null) return;
+  if (depth >= MAX_DOCUMENT_DEPTH)
+    throw new QueryError(`The document is nested deeper than ${MAX_DOCUMENT_DEPTH} levels (at '${path}').`);
   if (Array.isArray(value)) {
-    for (const [i, v] of value.entries()) validateFieldNames(v, `${path}.${i}`);
-  } else if (isPlainObject(value)) {
-    for (const [k, v] of Object.entries(value)) {
-      const where = path ? `${path}.${k}` : k;
-      if (k === '')
-        throw new QueryError(`The document has an empty field name${path ? ` under '${path}'` : ''}.`);
-      if (k.startsWith('$')) throw new QueryError(`Field names may not start with '$': '${where}'.`);
-      if (k.includes('.')) throw new QueryError(`Field names may not contain '.': '${where}'.`);
-      validateFieldNames(v, where);
-    }
+    for (const [i, v] of value.entries()) validateFieldNames(v, `${path}.${i}`, depth + 1);
+    return;
+  }
+  for (const [k, v] of Object.entries(value)) {
+    const where = path ? `${path}.${k}` : k;
+    if (k === '')
+      throw new QueryError(`The document has an empty field name${path ? ` under '${path}'` : ''}.`);
+    if (k.startsWith('$')) throw new QueryError(`Field names may not start with '$': '${where}'.`);
+    if (k.includes('.')) throw new QueryError(`Field names may not contain '.': '${where}'.`);
+    validateFieldNames(v, where, depth + 1);
   }
 }
 

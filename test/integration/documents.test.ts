@@ -52,6 +52,12 @@ describe('create', () => {
     ['a dotted field name', [{ 'a.b': 1 }], 'INVALID_QUERY', /may not contain '\.'/],
     ['a nested dotted field name', [{ a: [{ 'b.c': 1 }] }], 'INVALID_QUERY', /'a\.0\.b\.c'/],
     ['a NUL character', [{ s: 'a\u0000b' }], 'INVALID_QUERY', /./],
+    [
+      '101 levels of nesting',
+      [JSON.parse(`${'{"a":'.repeat(101)}1${'}'.repeat(101)}`)],
+      'INVALID_QUERY',
+      /deeper than 100/,
+    ],
     ['a non-object document', [{ a: 1 }, 5], 'VALIDATION_FAILED', /docs\/1/],
     ['no documents', [], 'VALIDATION_FAILED', /docs/],
     ['1,001 documents', Array.from({ length: 1001 }, () => ({})), 'VALIDATION_FAILED', /docs/],

@@ -20,6 +20,8 @@ export interface IndexRow {
   name: string;
   key: IndexKey;
   is_unique: boolean;
+  /** Some document's indexed path has crossed an array. */
+  multikey: boolean;
 }
 
 export const ID_INDEX_NAME = '_id_';
@@ -50,7 +52,8 @@ export async function findCollection(
   >`
     select w.id as wid, c.id as cid, c.name as cname,
       (select coalesce(jsonb_agg(jsonb_build_object('id', i.id::text, 'name', i.name, 'key', i.key,
-                                                    'is_unique', i.is_unique) order by i.id), '[]')
+                                                    'is_unique', i.is_unique, 'multikey', i.multikey)
+                                 order by i.id), '[]')
        from collection_indexes i where i.collection_id = c.id) as indexes
     from workplaces w left join collections c on c.workplace_id = w.id and c.name = ${name}
     where w.name = ${workplace}`;
@@ -106,7 +109,7 @@ export function deleteCollection(sql: Sql, workplace: string, name: string): Pro
 }
 
 function columnPrefix(indexId: string, field: number): string {
-  return `i${indexId}_${field}`;
+  return `i${catalogId(indexId)}_${field}`;
 }
 
 /**
@@ -123,7 +126,13 @@ export function indexedPaths(
       const existing = map.get(path);
       if (existing && existing.rank <= rank) return;
       const p = columnPrefix(ix.id, n);
-      map.set(path, { key: `"${p}_a"`, desc: `"${p}_d"`, multikey: `"${p}_m"`, truncated: true, rank });
+      map.set(path, {
+        key: `"${p}_a"`,
+        desc: `"${p}_d"`,
+        ...(ix.multikey ? { multikey: `"${p}_m"`, elementKeys: `"${p}_k"` } : {}),
+        truncated: true,
+        rank,
+      });
     });
   }
   return (path) => {
@@ -153,7 +162,13 @@ export async function createIndex(
         on conflict do nothing returning id::text as id`;
       if (!row) return { exists: true };
       await addIndexStructures(tx, c.table, row.id, key, unique);
-      return { created: { id: row.id, name, key, is_unique: unique } };
+      const anyArray = key.map((_k, n) => `"${columnPrefix(row.id, n)}_m"`).join(' or ');
+      const [mk] = await tx.unsafe<{ multikey: boolean }[]>(
+        `update collection_indexes set multikey = exists (select 1 from ${c.table} where ${anyArray})
+         where id = $1 returning multikey`,
+        [row.id],
+      );
+      return { created: { id: row.id, name, key, is_unique: unique, multikey: mk?.multikey ?? true } };
     });
   } catch (err) {
     if ((err as { code?: string }).code === '23505') return { duplicates: true };
@@ -174,7 +189,7 @@ async function addIndexStructures(
       ${rootNavs(parsed)}::jsonpath[], ${missingPredicate(parsed) ?? null}::jsonpath,
       ${multikeyPredicate(parsed)}::jsonpath)`;
   }
-  const col = (n: number, suffix: 'a' | 'd' | 'm') => `"${columnPrefix(indexId, n)}_${suffix}"`;
+  const col = (n: number, suffix: 'a' | 'd' | 'm' | 'k') => `"${columnPrefix(indexId, n)}_${suffix}"`;
   const ddl: string[] = [];
   if (key.length === 1) {
     ddl.push(`create index "x${indexId}_a" on ${table} (${col(0, 'a')}, id)`);
@@ -184,9 +199,13 @@ async function addIndexStructures(
     const cols = key.map(([, dir], n) => (dir === 1 ? `${col(n, 'a')} asc` : `${col(n, 'd')} desc`));
     ddl.push(`create index "x${indexId}" on ${table} (${cols.join(', ')}, id ${lastDir})`);
   }
-  // Documents whose path crosses an array are found through these (usually tiny) partial indexes.
+  // Documents whose path crosses an array are found through these (usually tiny) partial indexes,
+  // and by the keys of all their values (NULL for other documents) for equality and $in.
   key.forEach((_k, n) => {
     ddl.push(`create index "x${indexId}_m${n}" on ${table} (id) where ${col(n, 'm')}`);
+    ddl.push(
+      `create index "x${indexId}_k${n}" on ${table} using gin (${col(n, 'k')}) with (fastupdate = off)`,
+    );
   });
   if (unique) {
     const cols = key.map((_k, n) => col(n, 'a')).join(', ');
@@ -196,6 +215,32 @@ async function addIndexStructures(
   for (const statement of ddl) await tx.unsafe(statement);
 }
 
+/**
+ * Wraps an INSERT or UPDATE of documents so that, in the same statement, every index that is not
+ * yet multikey becomes so if a written document's indexed path crosses an array. The statement
+ * answers one row, `n`: the number of documents written.
+ */
+export function trackingMultikey(c: CollectionRef, dml: string): string {
+  const pending = c.indexes.filter((ix) => !ix.multikey);
+  if (pending.length === 0) return `with w as (${dml} returning 1) select count(*) as n from w`;
+  const flags = pending.map(
+    (ix) =>
+      `(${ix.key.map((_k, n) => `"${columnPrefix(ix.id, n)}_m"`).join(' or ')}) as "m${catalogId(ix.id)}"`,
+  );
+  const which = pending.map(
+    (ix) => `(id = ${catalogId(ix.id)} and exists (select 1 from w where w."m${ix.id}"))`,
+  );
+  return `with w as (${dml} returning ${flags.join(', ')}),
+    f as (update collection_indexes set multikey = true
+          where collection_id = ${catalogId(c.id)} and not multikey and (${which.join(' or ')}))
+    select count(*) as n from w`;
+}
+
+function catalogId(id: string): string {
+  if (!/^[0-9]+$/.test(id)) throw new Error(`not a catalog id: ${id}`);
+  return id;
+}
+
 export async function deleteIndex(sql: Sql, c: CollectionRef, name: string): Promise<boolean> {
   return sql.begin(async (tx) => {
     const [row] = await tx<{ id: string; key: IndexKey }[]>`
@@ -203,7 +248,7 @@ export async function deleteIndex(sql: Sql, c: CollectionRef, name: string): Pro
       returning id::text as id, key`;
     if (!row) return false;
     const drops = row.key.flatMap((_k, n) =>
-      (['a', 'd', 'm'] as const).map((s) => `drop column "${columnPrefix(row.id, n)}_${s}"`),
+      (['a', 'd', 'm', 'k'] as const).map((s) => `drop column "${columnPrefix(row.id, n)}_${s}"`),
     );
     await tx.unsafe(`alter table ${c.table} ${drops.join(', ')}`);
     return true;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type CollectionRef, indexedPaths } from './collections.js';
+import { type CollectionRef, indexedPaths, trackingMultikey } from './collections.js';
 import { isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
 import type { Filter } from './query/filter-ast.js';
 import { compileFilter } from './query/filter-sql.js';
@@ -145,7 +145,10 @@ export async function insertDocuments(sql: Sql, c: CollectionRef, docs: JsonObje
   }
   try {
     await sql.unsafe(
-      `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d`,
+      trackingMultikey(
+        c,
+        `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d`,
+      ),
       [JSON.stringify(prepared)],
     );
   } catch (err) {
@@ -214,7 +217,10 @@ export function updateDocuments(sql: Sql, c: CollectionRef, plan: UpdatePlan): P
       if (rows.length === 0 && plan.upsert) {
         const doc = prepareDocument(plan.upsert());
         await tx.unsafe(
-          `insert into ${c.table} (id, doc) values (mdb.key($1::text::jsonb -> '_id'), $1::text::jsonb)`,
+          trackingMultikey(
+            c,
+            `insert into ${c.table} (id, doc) values (mdb.key($1::text::jsonb -> '_id'), $1::text::jsonb)`,
+          ),
           [JSON.stringify(doc)],
         );
         return { matchedCount: 0, modifiedCount: 0, upsertedId: doc._id as Json };
@@ -226,9 +232,12 @@ export function updateDocuments(sql: Sql, c: CollectionRef, plan: UpdatePlan): P
       }
       for (let i = 0; i < changed.length; i += WRITE_BATCH) {
         await tx.unsafe(
-          `update ${c.table} as t set doc = u.d
-           from (select mdb.key(x -> '_id') as k, x as d from jsonb_array_elements($1::text::jsonb) as x) as u
-           where t.id = u.k`,
+          trackingMultikey(
+            c,
+            `update ${c.table} as t set doc = u.d
+             from (select mdb.key(x -> '_id') as k, x as d from jsonb_array_elements($1::text::jsonb) as x) as u
+             where t.id = u.k`,
+          ),
           [JSON.stringify(changed.slice(i, i + WRITE_BATCH))],
         );
       }

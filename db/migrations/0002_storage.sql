@@ -14,12 +14,15 @@ create unique index collections_name_lower_key on collections (workplace_id, low
 -- An index's `key` is the list of [path, direction] pairs as the user declared them. Each field
 -- gets generated columns on the collection table: i<id>_<n>_a (ascending key), i<id>_<n>_d
 -- (descending key) and i<id>_<n>_m (the path crosses an array), all named from catalog ids.
+-- `multikey` turns true, for good, once a document whose indexed path crosses an array is
+-- written (as MongoDB marks its indexes); until then queries need not look for such documents.
 create table collection_indexes (
   id bigint generated always as identity primary key,
   collection_id bigint not null references collections (id) on delete cascade,
   name text not null,
   key jsonb not null,
   is_unique boolean not null default false,
+  multikey boolean not null default false,
   created_at timestamptz not null default now()
 );
 create unique index collection_indexes_name_key on collection_indexes (collection_id, name);
@@ -110,6 +113,39 @@ begin
 end
 $$;
 
+-- Every key a document has on a path, for documents whose path crosses an array: each value, each
+-- element of an array value and the array itself, and null when an object on the way lacks the
+-- field. A GIN index over these serves equality and $in on multikey paths, as MongoDB's multikey
+-- indexes do.
+create function mdb.element_keys(doc jsonb, navs jsonpath[], missing jsonpath) returns bytea[]
+language plpgsql immutable parallel safe as $$
+declare
+  p jsonpath;
+  vals jsonb;
+  v jsonb;
+  keys bytea[] := '{}';
+  i int;
+  j int;
+begin
+  foreach p in array navs loop
+    vals := jsonb_path_query_array(doc, p);
+    for i in 0 .. jsonb_array_length(vals) - 1 loop
+      v := vals -> i;
+      keys := keys || substr(mdb.key(v), 1, 1024);
+      if jsonb_typeof(v) = 'array' then
+        for j in 0 .. jsonb_array_length(v) - 1 loop
+          keys := keys || substr(mdb.key(v -> j), 1, 1024);
+        end loop;
+      end if;
+    end loop;
+  end loop;
+  if cardinality(keys) = 0 or (missing is not null and jsonb_path_match(doc, missing)) then
+    keys := keys || '\x0a'::bytea;
+  end if;
+  return keys;
+end
+$$;
+
 -- Adds the generated key columns and btrees of one index to a collection table. Names and paths
 -- arrive as parameters and are quoted here by format(), so no request text is spliced into SQL.
 create function mdb.add_index_field(
@@ -122,7 +158,10 @@ begin
   execute format(
     'alter table %s add column %I bytea generated always as (mdb.sort_key(doc, %L::jsonpath[], 1, %L)) stored,'
     ' add column %I bytea generated always as (mdb.sort_key(doc, %L::jsonpath[], -1, %L)) stored,'
-    ' add column %I boolean generated always as (coalesce(jsonb_path_match(doc, %L::jsonpath), false)) stored',
-    tbl, col_prefix || '_a', navs, missing, col_prefix || '_d', navs, missing, col_prefix || '_m', multikey);
+    ' add column %I boolean generated always as (coalesce(jsonb_path_match(doc, %L::jsonpath), false)) stored,'
+    ' add column %I bytea[] generated always as (case when jsonb_path_match(doc, %L::jsonpath)'
+    '   then mdb.element_keys(doc, %L::jsonpath[], %L) end) stored',
+    tbl, col_prefix || '_a', navs, missing, col_prefix || '_d', navs, missing, col_prefix || '_m', multikey,
+    col_prefix || '_k', multikey, navs, missing);
 end
 $$;

@@ -9,8 +9,12 @@ export interface IndexedPath {
   key: string;
   /** Whether keys are cut at 1,024 bytes (index columns) or exact (the primary key). */
   truncated: boolean;
-  /** SQL for the column that is true when the path crosses an array; absent for `_id`. */
+  /**
+   * Present once some document's path has crossed an array (absent for `_id`): SQL for the column
+   * that is true for such documents, and for their GIN-indexed array of all their keys.
+   */
   multikey?: string;
+  elementKeys?: string;
 }
 
 export interface FilterContext {
@@ -150,12 +154,19 @@ function keyOf(idx: IndexedPath, params: Params, value: Json): string {
 /** A condition on the index key columns that every matching document satisfies, or undefined. */
 function superset(idx: IndexedPath, cond: Cond, params: Params): string | undefined {
   const orMulti = idx.multikey ? ` or ${idx.multikey}` : '';
+  // Documents whose path crosses an array are found by any of their keys.
+  const orElement = (keys: string[]) =>
+    idx.elementKeys ? ` or ${idx.elementKeys} && array[${keys.join(', ')}]` : orMulti;
   switch (cond.op) {
-    case 'eq':
-      return `(${idx.key} = ${keyOf(idx, params, cond.value)}${orMulti})`;
-    case 'in':
+    case 'eq': {
+      const k = keyOf(idx, params, cond.value);
+      return `(${idx.key} = ${k}${orElement([k])})`;
+    }
+    case 'in': {
       if (cond.values.length === 0) return undefined;
-      return `(${idx.key} in (${cond.values.map((v) => keyOf(idx, params, v)).join(', ')})${orMulti})`;
+      const keys = cond.values.map((v) => keyOf(idx, params, v));
+      return `(${idx.key} in (${keys.join(', ')})${orElement(keys)})`;
+    }
     case 'cmp': {
       if (cond.value === null) {
         return cond.cmp === '>=' || cond.cmp === '<='
@@ -171,10 +182,12 @@ function superset(idx: IndexedPath, cond: Cond, params: Params): string | undefi
         : `((${idx.key} >= ${lo} and ${idx.key} <= ${k})${orMulti})`;
     }
     case 'and': {
+      // One `or multikey` around the conjunction, so the bounds of $gte and $lt form one range.
+      const { multikey: _multikey, elementKeys: _elementKeys, ...exact } = idx;
       const parts = cond.conds
-        .map((c) => superset(idx, c, params))
+        .map((c) => superset(exact, c, params))
         .filter((s): s is string => s !== undefined);
-      return parts.length > 0 ? parts.join(' and ') : undefined;
+      return parts.length > 0 ? `(${parts.join(' and ')}${orMulti})` : undefined;
     }
     default:
       return undefined;

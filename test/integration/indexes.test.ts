@@ -44,7 +44,7 @@ describe('indexes', () => {
     const col = await freshCollection(t);
     const before = await columnsOf(col.workplace);
     await col.index(['a', 'b'], { name: 'ab' });
-    expect((await columnsOf(col.workplace)).length).toBe(before.length + 6);
+    expect((await columnsOf(col.workplace)).length).toBe(before.length + 8);
     const del = await t.request({ method: 'DELETE', url: `${col.url}/indexes/ab` });
     expect(del.status).toBe(204);
     expect(await columnsOf(col.workplace)).toEqual(before);
@@ -133,6 +133,35 @@ describe('indexes', () => {
     const list = await t.request({ method: 'GET', url: `${col.url}/indexes` });
     expect(list.body.result.map((i: { name: string }) => i.name)).toEqual(['_id_']);
     expect(await columnsOf(col.workplace)).toEqual(before);
+  });
+
+  it('turns multikey when a write puts an array on its path, and keeps answering like MongoDB', async () => {
+    const col = await freshCollection(t);
+    await col.index(['a'], { name: 'byA' });
+    await col.insert([
+      { _id: 1, a: 1 },
+      { _id: 2, a: 2 },
+    ]);
+    const multikey = async () => {
+      const rows = await t.sql<{ multikey: boolean }[]>`
+        select i.multikey from collection_indexes i join collections c on c.id = i.collection_id
+        join workplaces w on w.id = c.workplace_id where w.name = ${col.workplace} and i.name = 'byA'`;
+      return rows[0]?.multikey;
+    };
+    expect(await multikey()).toBe(false);
+    const upd = await col.call('update', { query: { _id: 2 }, doc: { $set: { a: [5, 9] } } });
+    expect(upd.status).toBe(200);
+    expect(await multikey()).toBe(true);
+    expect(await col.ids({ query: { a: 9 } })).toEqual([2]);
+    expect(await col.ids({ query: { a: { $gt: 6 } } })).toEqual([2]);
+    expect(await col.ids({ query: { a: [5, 9] } })).toEqual([2]);
+    expect(await col.ids({ sort: { a: -1 } })).toEqual([2, 1]);
+
+    const upsert = await col.call('update', { query: { _id: 3 }, doc: { $set: { b: [1] } }, upsert: true });
+    expect(upsert.status).toBe(200);
+    await col.index(['b'], { name: 'byB' });
+    expect(await col.ids({ query: { b: 1 } })).toEqual([3]);
+    expect(await col.ids({ query: { b: null } })).toEqual([1, 2]);
   });
 
   it('built over existing documents, it answers the same as without', async () => {

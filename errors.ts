@@ -43,6 +43,17 @@ export class AppError extends Error {
   }
 }
 
+/** A 409 for a name that exists, possibly spelled in another case (`existing`). */
+function nameTaken(code: ErrorCode, what: string, name: string, existing: string): AppError {
+  return new AppError(
+    409,
+    code,
+    existing === name
+      ? `${what} '${name}' already exists.`
+      : `${what} '${existing}' already exists; names differing only in case cannot coexist.`,
+  );
+}
+
 /** Seconds a client should wait before retrying when the database is unreachable. */
 export const RETRY_AFTER_SECONDS = 5;
 
@@ -66,23 +77,11 @@ export const errors = {
   workplaceNotFound: (name: string) =>
     new AppError(404, 'WORKPLACE_NOT_FOUND', `Workplace '${name}' does not exist.`),
   workplaceExists: (name: string, existing: string) =>
-    new AppError(
-      409,
-      'WORKPLACE_EXISTS',
-      existing === name
-        ? `Workplace '${name}' already exists.`
-        : `Workplace '${existing}' already exists; names differing only in case cannot coexist.`,
-    ),
+    nameTaken('WORKPLACE_EXISTS', 'Workplace', name, existing),
   collectionNotFound: (name: string) =>
     new AppError(404, 'COLLECTION_NOT_FOUND', `Collection '${name}' does not exist in this workplace.`),
   collectionExists: (name: string, existing: string) =>
-    new AppError(
-      409,
-      'COLLECTION_EXISTS',
-      existing === name
-        ? `Collection '${name}' already exists.`
-        : `Collection '${existing}' already exists; names differing only in case cannot coexist.`,
-    ),
+    nameTaken('COLLECTION_EXISTS', 'Collection', name, existing),
   indexNotFound: (name: string) =>
     new AppError(404, 'INDEX_NOT_FOUND', `Index '${name}' does not exist on this collection.`),
   indexExists: (name: string) => new AppError(409, 'INDEX_EXISTS', `Index '${name}' already exists.`),

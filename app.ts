@@ -12,6 +12,7 @@ import Fastify, {
 } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
 import type { Sql } from './db/sql.js';
+import { Statistics } from './db/statistics.js';
 import { type AppError, errors, toAppError } from './errors.js';
 import { createHandlers } from './handlers/index.js';
 import type { Caller, Handler, Handlers, Input, OperationId } from './handlers/types.js';
@@ -123,7 +124,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const spec = deps.spec ?? loadSpec();
   const bodyLimit = deps.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const operations = new Map(specOperations(spec).map((op) => [op.operationId, op]));
-  const handlers: Handlers = createHandlers({ sql: deps.sql });
+  const statistics = new Statistics(deps.sql, (err) =>
+    deps.logger?.warn({ err }, 'ANALYZE of a collection failed'),
+  );
+  const handlers: Handlers = createHandlers({ sql: deps.sql, statistics });
   const authenticators = createAuthenticators({ sql: deps.sql, adminTokenHash: deps.adminTokenHash });
 
   const missing = [...operations.keys()].filter((id) => !(id in handlers));

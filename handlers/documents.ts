@@ -26,7 +26,7 @@ async function orConflict<T>(work: Promise<T>): Promise<T> {
   }
 }
 
-export function documentHandlers({ sql }: HandlerDeps) {
+export function documentHandlers({ sql, statistics }: HandlerDeps) {
   const readDocuments: Handler<'readDocuments'> = async ({ params, body }) => {
     // Parse everything before touching the database, so a bad request costs no query.
     const filter = parseFilter(body.query ?? {});
@@ -45,6 +45,7 @@ export function documentHandlers({ sql }: HandlerDeps) {
   const createDocuments: Handler<'createDocuments'> = async ({ params, body }) => {
     const c = await requireCollection(sql, params.name, params.storage_name);
     const ids = await orConflict(insertDocuments(sql, c, body.docs as JsonObject[]));
+    statistics.noteWrites(c.table, ids.length);
     return { status: 201, body: { result: { insertedCount: ids.length, insertedIds: ids } } };
   };
 
@@ -63,6 +64,7 @@ export function documentHandlers({ sql }: HandlerDeps) {
         ...(seed ? { upsert: () => applyUpdate(seed, update, { now, isInsert: true }) } : {}),
       }),
     );
+    statistics.noteWrites(c.table, outcome.modifiedCount + (outcome.upsertedId === undefined ? 0 : 1));
     return { status: 200, body: { result: outcome } };
   };
 
@@ -75,7 +77,9 @@ export function documentHandlers({ sql }: HandlerDeps) {
   const deleteDocuments: Handler<'deleteDocuments'> = async ({ params, body }) => {
     const filter = parseFilter(body.query);
     const c = await requireCollection(sql, params.name, params.storage_name);
-    return { status: 200, body: { result: { deletedCount: await deleteRows(sql, c, filter) } } };
+    const deletedCount = await deleteRows(sql, c, filter);
+    statistics.noteWrites(c.table, deletedCount);
+    return { status: 200, body: { result: { deletedCount } } };
   };
 
   return { readDocuments, createDocuments, updateDocuments, countDocuments, deleteDocuments };

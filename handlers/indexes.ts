@@ -37,7 +37,7 @@ function parseKey(key: components['schemas']['IndexCreate']['key']): IndexKey {
   return out;
 }
 
-export function indexHandlers({ sql }: HandlerDeps) {
+export function indexHandlers({ sql, statistics }: HandlerDeps) {
   const listIndexes: Handler<'listIndexes'> = async ({ params }) => {
     const c = await requireCollection(sql, params.name, params.storage_name);
     const builtIn = present({ name: ID_INDEX_NAME, key: [['_id', 1]], is_unique: true });
@@ -49,7 +49,9 @@ export function indexHandlers({ sql }: HandlerDeps) {
     const c = await requireCollection(sql, params.name, params.storage_name);
     if (body.name === ID_INDEX_NAME) throw errors.indexExists(body.name);
     if (c.indexes.length >= MAX_INDEXES)
-      throw errors.badRequest(`A collection has at most ${MAX_INDEXES} indexes besides _id_; delete one first.`);
+      throw errors.badRequest(
+        `A collection has at most ${MAX_INDEXES} indexes besides _id_; delete one first.`,
+      );
     const key = parseKey(body.key);
     const outcome = await createIndexRow(sql, c, body.name, key, body.unique ?? false);
     if ('exists' in outcome) throw errors.indexExists(body.name);
@@ -57,6 +59,8 @@ export function indexHandlers({ sql }: HandlerDeps) {
       throw errors.duplicateKey(
         `Existing documents have duplicate values for the unique index '${body.name}' (${key.map(([p]) => p).join(', ')}); no index was created.`,
       );
+    // The new key columns have no statistics yet; without them the planner would not trust the index.
+    await statistics.analyze(c.table);
     return { status: 201, body: { result: present(outcome.created) } };
   };
 

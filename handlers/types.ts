@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Sql } from '../db/sql.js';
+import type { Statistics } from '../db/statistics.js';
 import type { operations } from '../generated/openapi.js';
 
 export type OperationId = keyof operations;
@@ -50,4 +51,5 @@ export type Handlers = { [Op in OperationId]: Handler<Op> };
 
 export interface HandlerDeps {
   sql: Sql;
+  statistics: Statistics;
 }

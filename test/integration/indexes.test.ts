@@ -177,3 +177,23 @@ describe('indexes', () => {
     expect(before[0]).toHaveLength(5);
   });
 });
+
+describe('planner statistics', () => {
+  it('are gathered after enough writes, without waiting for autovacuum (PGlite has none)', async () => {
+    const col = await freshCollection(t);
+    await col.index(['n'], { name: 'byN' });
+    const reltuples = async () => {
+      const [row] = await t.sql<{ n: number }[]>`
+        select cl.reltuples::float8 as n from pg_class cl
+        join pg_namespace ns on ns.oid = cl.relnamespace
+        join collections c on cl.relname = 'c_' || c.id
+        join workplaces w on w.id = c.workplace_id and ns.nspname = 'wp_' || w.id
+        where w.name = ${col.workplace}`;
+      return row?.n ?? -1;
+    };
+    for (let i = 0; i < 3; i++) await col.insert(Array.from({ length: 600 }, (_, k) => ({ n: i * 600 + k })));
+    const deadline = Date.now() + 10_000;
+    while ((await reltuples()) < 1000 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(await reltuples()).toBeGreaterThanOrEqual(1000);
+  });
+});

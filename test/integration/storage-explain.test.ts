@@ -59,7 +59,12 @@ describe(`with an index and ${DOCS} documents, the planner uses it`, () => {
     ['string equality', { s: 'name42' }, undefined, /Index Cond: \(i\d+_0_a = /],
     ['a sort with limit', {}, { n: 1 }, /Index Scan using x\d+_a/],
     ['a descending sort with limit', {}, { n: -1 }, /Index Scan Backward using x\d+_d/],
-    ['a range with a sort', { n: { $gt: 500 } }, { n: 1 }, /Index Scan using x\d+_a .*\n.*Index Cond: \(\(i\d+_0_a >= /],
+    [
+      'a range with a sort',
+      { n: { $gt: 500 } },
+      { n: 1 },
+      /Index Scan using x\d+_a .*\n.*Index Cond: \(\(i\d+_0_a >= /,
+    ],
     ['an _id lookup', { _id: 'd777' }, undefined, /Index Scan using c_\d+_pkey/],
     ['_id $in', { _id: { $in: ['d1', 'd2'] } }, undefined, /c_\d+_pkey/],
   ] as const)('%s', async (_label, query, sort, pattern) => {

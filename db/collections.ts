@@ -204,7 +204,7 @@ async function addIndexStructures(
   key.forEach((_k, n) => {
     ddl.push(`create index "x${indexId}_m${n}" on ${table} (id) where ${col(n, 'm')}`);
     ddl.push(
-      `create index "x${indexId}_k${n}" on ${table} using gin (${col(n, 'k')}) with (fastupdate = off)`,
+      `create index "x${indexId}_k${n}" on ${table} using gin (${col(n, 'k')}) with (fastupdate = off) where ${col(n, 'm')}`,
     );
   });
   if (unique) {

@@ -156,7 +156,7 @@ function superset(idx: IndexedPath, cond: Cond, params: Params): string | undefi
   const orMulti = idx.multikey ? ` or ${idx.multikey}` : '';
   // Documents whose path crosses an array are found by any of their keys.
   const orElement = (keys: string[]) =>
-    idx.elementKeys ? ` or ${idx.elementKeys} && array[${keys.join(', ')}]` : orMulti;
+    idx.elementKeys ? ` or (${idx.multikey} and ${idx.elementKeys} && array[${keys.join(', ')}])` : orMulti;
   switch (cond.op) {
     case 'eq': {
       const k = keyOf(idx, params, cond.value);

@@ -69,8 +69,11 @@ class SqlCompiler {
   readonly jp: JsonpathCompiler;
   constructor(
     private readonly ctx: FilterContext,
-    vars: Vars,
+    private readonly vars: Vars,
     private readonly varsRef: () => string,
+    /** The document the filter applies to: the row's, or an array element inside $elemMatch. */
+    private readonly doc = 'doc',
+    private readonly aliases = { n: 0 },
   ) {
     this.jp = new JsonpathCompiler(vars);
   }
@@ -91,7 +94,7 @@ class SqlCompiler {
   }
 
   private match(jsonpath: string): string {
-    return `jsonb_path_match(doc, ${this.ctx.params.jsonpath(`lax ${jsonpath}`)}, ${this.varsRef()})`;
+    return `jsonb_path_match(${this.doc}, ${this.ctx.params.jsonpath(`lax ${jsonpath}`)}, ${this.varsRef()})`;
   }
 
   private cond(path: FieldPath, cond: Cond, useIndex = true): string {
@@ -115,9 +118,31 @@ class SqlCompiler {
         if (parts.length === 0) return 'false';
         return withSuperset(parts.length === 1 ? (parts[0] as string) : `(${parts.join(' or ')})`);
       }
+      case 'elemMatch':
+      case 'elemMatchValue':
+        return this.elemMatch(path, cond);
       default:
         return withSuperset(this.match(this.jp.cond('$', path.segments, cond)));
     }
+  }
+
+  /**
+   * $elemMatch in SQL, over each element of the arrays the path reaches: lax jsonpath would unwrap
+   * elements that are themselves arrays, which MongoDB tests as they are. A query on documents is
+   * compiled again with the element as its document, so it may use everything a filter can.
+   */
+  private elemMatch(path: FieldPath, cond: Cond & { op: 'elemMatch' | 'elemMatchValue' }): string {
+    const p = this.ctx.params;
+    const a = ++this.aliases.n;
+    const element = `e${a}.v`;
+    const test =
+      cond.op === 'elemMatch'
+        ? `jsonb_typeof(${element}) = 'object' and ${new SqlCompiler(this.ctx, this.vars, this.varsRef, element, this.aliases).filter(cond.filter)}`
+        : `jsonb_path_match(${element}, ${p.jsonpath(`lax ${this.jp.cond('$', [], cond.cond)}`)}, ${this.varsRef()})`;
+    return `exists (select 1 from unnest(${p.jsonpathArray(rootNavs(path))}) as n${a}(p)
+      cross join lateral jsonb_path_query(${this.doc}, n${a}.p) as t${a}(v)
+      cross join lateral jsonb_array_elements(case when jsonb_typeof(t${a}.v) = 'array' then t${a}.v else '[]'::jsonb end) as e${a}(v)
+      where ${test})`;
   }
 
   /** Equality with objects and arrays: jsonpath cannot compare them, jsonb `=` can (key order aside). */
@@ -125,14 +150,16 @@ class SqlCompiler {
     const p = this.ctx.params;
     const navsRef = p.jsonpathArray(rootNavs(path));
     const valuesRef = p.json(values);
-    return `exists (select 1 from unnest(${navsRef}) as n(p) cross join lateral jsonb_path_query(doc, n.p) as t(v)
-      where t.v in (select jsonb_array_elements(${valuesRef}))
-         or (jsonb_typeof(t.v) = 'array' and exists (
-              select 1 from jsonb_array_elements(t.v) as e(v) where e.v in (select jsonb_array_elements(${valuesRef})))))`;
+    const a = ++this.aliases.n;
+    return `exists (select 1 from unnest(${navsRef}) as n${a}(p) cross join lateral jsonb_path_query(${this.doc}, n${a}.p) as t${a}(v)
+      where t${a}.v in (select jsonb_array_elements(${valuesRef}))
+         or (jsonb_typeof(t${a}.v) = 'array' and exists (
+              select 1 from jsonb_array_elements(t${a}.v) as e(v) where e.v in (select jsonb_array_elements(${valuesRef})))))`;
   }
 
   private withSuperset(path: FieldPath, cond: Cond, exact: string): string {
-    const idx = this.ctx.indexed(path.text);
+    // Index columns describe the row's document, not an $elemMatch element.
+    const idx = this.doc === 'doc' ? this.ctx.indexed(path.text) : undefined;
     if (!idx) return exact;
     const sup = superset(idx, cond, this.ctx.params);
     return sup ? `(${sup} and ${exact})` : exact;
@@ -223,7 +250,8 @@ export class JsonpathCompiler {
       case 'none':
         return FALSE;
       case 'not':
-        return `!${this.cond(root, segments, cond.cond)}`;
+        // `!!(…)` is a jsonpath syntax error; `!(!(…))` is not.
+        return `!(${this.cond(root, segments, cond.cond)})`;
       case 'and':
         return `(${cond.conds.map((c) => this.cond(root, segments, c)).join(' && ')})`;
       case 'eq':
@@ -236,11 +264,11 @@ export class JsonpathCompiler {
             ? this.inValues(root, segments, walks, [null])
             : FALSE;
         const v = this.vars.add(cond.value);
-        return any((n) => `exists(${full(n)} ? (@.type() != "array" && @ ${cond.cmp} ${v}))`);
+        return any((n) => each(n, (x) => `${x}.type() == "${typeof cond.value}" && ${x} ${cond.cmp} ${v}`));
       }
       case 'exists': {
         const test = any((n) => `exists(${full(n)})`);
-        return cond.value ? test : `!${test}`;
+        return cond.value ? test : `!(${test})`;
       }
       case 'type':
         return `(${cond.types.map((t) => any((n) => this.typeTest(n, t))).join(' || ')})`;
@@ -265,13 +293,18 @@ export class JsonpathCompiler {
         );
       case 'regex': {
         const flags = cond.flags ? ` flag ${JSON.stringify(cond.flags)}` : '';
-        return any((n) => `exists(${full(n)} ? (@ like_regex ${JSON.stringify(cond.pattern)}${flags}))`);
+        return any((n) =>
+          each(
+            n,
+            (x) => `${x}.type() == "string" && ${x} like_regex ${JSON.stringify(cond.pattern)}${flags}`,
+          ),
+        );
       }
       case 'mod': {
         const d = this.vars.add(cond.divisor);
         const r = this.vars.add(cond.remainder);
         // MongoDB truncates the value to an integer before taking the remainder.
-        return any((n) => `exists(${full(n)} ? (@.type() == "number" && (@ - @ % 1) % ${d} == ${r}))`);
+        return any((n) => each(n, (x) => `${x}.type() == "number" && (${x} - ${x} % 1) % ${d} == ${r}`));
       }
     }
   }
@@ -280,12 +313,16 @@ export class JsonpathCompiler {
     const parts: string[] = [];
     const scalars = values.filter((v) => v !== null && !isCompound(v)) as Exclude<Scalar, null>[];
     if (scalars.length > 0) {
-      const tests = scalars.map((s) => `@ == ${this.vars.add(s)}`).join(' || ');
-      for (const n of walks) parts.push(`exists(${full(n)} ? (@.type() != "array" && (${tests})))`);
+      // Each comparison is guarded by its type: a comparison across types is unknown in jsonpath,
+      // and an unknown would not turn true under `!`.
+      const refs = scalars.map((s) => [typeof s, this.vars.add(s)] as const);
+      const tests = (x: string) =>
+        refs.map(([t, v]) => `(${x}.type() == "${t}" && ${x} == ${v})`).join(' || ');
+      for (const n of walks) parts.push(each(n, tests));
     }
     if (values.includes(null)) {
       parts.push(nullOrMissing(root, segments));
-      for (const n of walks.filter((w) => w.positional)) parts.push(`exists(${full(n)} ? (@ == null))`);
+      for (const n of walks.filter((w) => w.positional)) parts.push(each(n, (x) => `${x}.type() == "null"`));
     }
     if (values.some(isCompound)) {
       // Reached only inside $elemMatch: top-level equality with objects and arrays is compiled to SQL.
@@ -297,25 +334,35 @@ export class JsonpathCompiler {
   }
 
   private typeTest(n: Nav, t: TypeName): string {
-    const isInt = `(@ == @.floor() && @ >= ${INT32_MIN} && @ <= ${INT32_MAX})`;
+    const isInt = (x: string) => `(${x} == ${x}.floor() && ${x} >= ${INT32_MIN} && ${x} <= ${INT32_MAX})`;
     switch (t) {
       case 'array':
         return onValue(n, (x) => `${x}.type() == "array"`);
       case 'number':
-        return `exists(${full(n)} ? (@.type() == "number"))`;
+        return each(n, (x) => `${x}.type() == "number"`);
       case 'int':
-        return `exists(${full(n)} ? (@.type() == "number" && ${isInt}))`;
+        return each(n, (x) => `${x}.type() == "number" && ${isInt(x)}`);
       case 'double':
-        return `exists(${full(n)} ? (@.type() == "number" && !${isInt}))`;
+        return each(n, (x) => `${x}.type() == "number" && !${isInt(x)}`);
       case 'long':
       case 'decimal':
         return FALSE;
       case 'bool':
-        return `exists(${full(n)} ? (@.type() == "boolean"))`;
+        return each(n, (x) => `${x}.type() == "boolean"`);
       default:
-        return `exists(${full(n)} ? (@.type() == "${t}"))`;
+        return each(n, (x) => `${x}.type() == "${t}"`);
     }
   }
+}
+
+/**
+ * A predicate on `@` that holds for some value a walk reaches, or for an element of it when it is
+ * an array (MongoDB's implicit traversal: lax mode's filter unwraps one level). A walk that is the
+ * current item itself (an $elemMatch element) is tested as it is: elements that are arrays are not
+ * looked into.
+ */
+function each(n: Nav, pred: (x: string) => string): string {
+  return n.last === '' ? `(${pred(full(n))})` : `exists(${full(n)} ? (${pred('@')}))`;
 }
 
 /**

@@ -97,7 +97,8 @@ export function multikeyPredicate(path: FieldPath): string {
  */
 export function nullOrMissing(root: string, segments: string[]): string {
   const [s, ...rest] = segments;
-  if (s === undefined) return `(${root} == null)`;
+  // Only an $elemMatch element is tested with no path left: the element itself, not unwrapped.
+  if (s === undefined) return `(${root}.type() == "null")`;
   const a = accessor(s);
   const inner = rest.length === 0 ? `@${a} == null` : nullOrMissing(`@${a}`, rest);
   const objects = `exists(${root} ? (@.type() == "object" && (!exists(@${a}) || ${inner})))`;

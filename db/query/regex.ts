@@ -4,8 +4,8 @@ export const MAX_REGEX_LENGTH = 4096;
 
 /**
  * MongoDB regexes are PCRE; jsonpath's like_regex is PostgreSQL's ARE. The common syntax is the
- * same; these differ: `\b`/`\B` (word boundary in PCRE, backspace in ARE) become `\y`/`\Y`, `\z`
- * becomes `\Z`. Constructs ARE lacks are refused rather than silently meaning something else.
+ * same; the class escapes and word boundaries are rewritten (see OUTSIDE), and constructs ARE
+ * lacks are refused rather than silently meaning something else.
  */
 const UNSUPPORTED: [RegExp, string][] = [
   [/^\(\?</, 'named groups (?<name>…)'],
@@ -22,6 +22,35 @@ const OPTIONS = /^[imsxu]*$/;
 export interface TranslatedRegex {
   pattern: string;
   flags: string;
+}
+
+// MongoDB's PCRE runs without Unicode properties: \w, \d, \s and \b are ASCII. PostgreSQL's are
+// Unicode-aware ('é' is a word character there), so they are spelled out.
+const WORD = 'A-Za-z0-9_';
+const SPACE = ' \\t\\n\\v\\f\\r';
+const OUTSIDE: Record<string, string> = {
+  w: `[${WORD}]`,
+  W: `[^${WORD}]`,
+  d: '[0-9]',
+  D: '[^0-9]',
+  s: `[${SPACE}]`,
+  S: `[^${SPACE}]`,
+  b: `(?:(?<=[${WORD}])(?![${WORD}])|(?<![${WORD}])(?=[${WORD}]))`,
+  B: `(?:(?<=[${WORD}])(?=[${WORD}])|(?<![${WORD}])(?![${WORD}]))`,
+  z: '\\Z',
+};
+const INSIDE: Record<string, string> = { w: WORD, d: '0-9', s: SPACE };
+
+function translateEscape(next: string, inClass: boolean, path: string): string {
+  if (inClass) {
+    if (next in INSIDE) return INSIDE[next] as string;
+    if (/[WDSpP]/.test(next))
+      throw new QueryError(
+        `$regex on '${path}' uses \\${next} inside a character class, which is not supported.`,
+      );
+    return `\\${next}`;
+  }
+  return OUTSIDE[next] ?? `\\${next}`;
 }
 
 export function translateRegex(source: string, options: string, path: string): TranslatedRegex {
@@ -47,12 +76,7 @@ export function translateRegex(source: string, options: string, path: string): T
     if (ch === '\\') {
       const next = source[i + 1];
       if (next === undefined) throw new QueryError(`$regex on '${path}' ends with a lone backslash.`);
-      if (!inClass && next === 'b') out += '\\y';
-      else if (!inClass && next === 'B') out += '\\Y';
-      else if (!inClass && next === 'z') out += '\\Z';
-      else if (inClass && /[pP]/.test(next))
-        throw new QueryError(`$regex on '${path}' uses Unicode property classes, which are not supported.`);
-      else out += `\\${next}`;
+      out += translateEscape(next, inClass, path);
       i++;
       continue;
     }

@@ -350,6 +350,48 @@ export const filterCases: FilterCase[] = [
     query: { a: { $elemMatch: { n: { $gte: 5 }, s: { $in: ['x', 'y'] } } } },
     ids: [1],
   },
+  {
+    name: '$elemMatch on values does not look into elements that are arrays',
+    docs: [d(1, { a: [[1]] }), d(2, { a: [1] }), d(3, { a: [[]] })],
+    query: { a: { $elemMatch: { $eq: 1 } } },
+    ids: [2],
+  },
+  {
+    name: '$elemMatch $size on elements',
+    docs: [d(1, { a: [[]] }), d(2, { a: [1] })],
+    query: { a: { $elemMatch: { $size: 0 } } },
+    ids: [1],
+  },
+  {
+    name: '$elemMatch $ne null on an empty-array element',
+    docs: [d(1, { a: [[]] }), d(2, { a: [null] })],
+    query: { a: { $elemMatch: { $ne: null } } },
+    ids: [1],
+  },
+  {
+    name: 'double negation inside $elemMatch',
+    docs: [d(1, { t: [1] }), d(2, { t: [2] })],
+    query: { t: { $elemMatch: { $not: { $ne: 1 } } } },
+    ids: [1],
+  },
+  {
+    name: '$elemMatch on documents skips elements that are arrays',
+    docs: [d(1, { a: [[{ x: 1 }]] }), d(2, { a: [{ x: 1 }] })],
+    query: { a: { $elemMatch: { x: 1 } } },
+    ids: [2],
+  },
+  {
+    name: '$elemMatch on documents with an embedded-document equality and a nested $elemMatch',
+    docs: [d(1, { a: [{ p: { q: 1 }, l: [{ z: 2 }] }] }), d(2, { a: [{ p: { q: 1 }, l: [{ z: 3 }] }] })],
+    query: { a: { $elemMatch: { p: { q: 1 }, l: { $elemMatch: { z: 2 } } } } },
+    ids: [1],
+  },
+  {
+    name: '$not $exists false inside a query $elemMatch',
+    docs: [d(1, { arr: [{ x: 1 }] }), d(2, { arr: [{ y: 1 }] })],
+    query: { arr: { $elemMatch: { x: { $not: { $exists: false } } } } },
+    ids: [1],
+  },
   // $regex
   {
     name: '$regex',
@@ -386,6 +428,24 @@ export const filterCases: FilterCase[] = [
     docs: [d(1, { s: 'x\nabc' }), d(2, { s: 'xabc' })],
     query: { s: { $regex: '^abc', $options: 'm' } },
     ids: [1],
+  },
+  {
+    name: '$regex \\w is ASCII, as in MongoDB',
+    docs: [d(1, { s: 'é' }), d(2, { s: 'e' })],
+    query: { s: { $regex: '^\\w$' } },
+    ids: [2],
+  },
+  {
+    name: '$regex \\b is an ASCII word boundary',
+    docs: [d(1, { s: 'éb' }), d(2, { s: 'ab' })],
+    query: { s: { $regex: '\\bb' } },
+    ids: [1],
+  },
+  {
+    name: '$regex \\d is ASCII digits only',
+    docs: [d(1, { s: '٣' }), d(2, { s: '3' })],
+    query: { s: { $regex: '^\\d$' } },
+    ids: [2],
   },
   {
     name: '$regex on array elements',

@@ -13,6 +13,11 @@ export class DuplicateKeyError extends Error {}
 export const MAX_ID_BYTES = 1024;
 /** Documents written back per UPDATE statement. */
 const WRITE_BATCH = 1000;
+/**
+ * An update computes the new documents in the server, so it holds every matching document in
+ * memory at once; past this it refuses rather than risk the process.
+ */
+export const MAX_UPDATE_MATCHES = 100_000;
 
 // ---- ObjectId-style ids ------------------------------------------------------------------------
 // 4-byte seconds, 5 random bytes per process, 3-byte counter: MongoDB's layout, so ids sort by
@@ -192,6 +197,8 @@ export interface UpdatePlan {
   /** The document to insert when nothing matched, for upserts. */
   upsert?: () => JsonObject;
   modified(before: JsonObject, after: JsonObject): boolean;
+  /** Default MAX_UPDATE_MATCHES. */
+  maxMatches?: number;
 }
 
 export interface UpdateOutcome {
@@ -208,12 +215,18 @@ export interface UpdateOutcome {
 export function updateDocuments(sql: Sql, c: CollectionRef, plan: UpdatePlan): Promise<UpdateOutcome> {
   return sql
     .begin(async (tx): Promise<UpdateOutcome> => {
+      const max = plan.maxMatches ?? MAX_UPDATE_MATCHES;
       const params = new Params();
       const where = compileFilter(plan.filter, { params, indexed: indexedPaths(c) });
       const rows = await tx.unsafe<{ doc: JsonObject }[]>(
-        `select doc from ${c.table} where ${where} order by id for update`,
+        `select doc from ${c.table} where ${where} order by id limit ${params.int(max + 1)} for update`,
         params.values,
       );
+      if (rows.length > max) {
+        throw new QueryError(
+          `The update matches more than ${max} documents; narrow the query and update in parts.`,
+        );
+      }
       if (rows.length === 0 && plan.upsert) {
         const doc = prepareDocument(plan.upsert());
         await tx.unsafe(

@@ -1,4 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findCollection } from '../../db/collections.js';
+import { updateDocuments } from '../../db/documents.js';
+import type { JsonObject } from '../../db/query/errors.js';
+import { parseFilter } from '../../db/query/filter-ast.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { freshCollection } from './storage-helpers.js';
 
@@ -357,5 +361,27 @@ describe('hostile input', () => {
       const res = await col.call('read', { query: { s: { $regex: re } } });
       expect(res.status, `${re}: ${res.text}`).toBe(400);
     }
+  });
+});
+
+describe('update limits', () => {
+  it('refuses an update matching more documents than the limit, writing nothing', async () => {
+    const col = await freshCollection(t);
+    await col.insert(Array.from({ length: 6 }, (_, i) => ({ _id: i, n: 0 })));
+    const lookup = await findCollection(t.sql, col.workplace, 'items');
+    if (!lookup.workplace || !lookup.found) throw new Error('no collection');
+    const plan = {
+      filter: parseFilter({}),
+      apply: (doc: JsonObject) => ({ ...doc, n: 1 }),
+      modified: () => true,
+    };
+    await expect(updateDocuments(t.sql, lookup.found, { ...plan, maxMatches: 5 })).rejects.toThrow(
+      /matches more than 5 documents/,
+    );
+    expect((await col.call('count', { query: { n: 1 } })).body.result.count).toBe(0);
+    await expect(updateDocuments(t.sql, lookup.found, { ...plan, maxMatches: 6 })).resolves.toEqual({
+      matchedCount: 6,
+      modifiedCount: 6,
+    });
   });
 });

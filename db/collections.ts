@@ -219,6 +219,10 @@ async function addIndexStructures(
  * Wraps an INSERT or UPDATE of documents so that, in the same statement, every index that is not
  * yet multikey becomes so if a written document's indexed path crosses an array. The statement
  * answers one row, `n`: the number of documents written.
+ *
+ * A request compiles its filter from the catalog it read just before; a document with arrays
+ * committed between that read and the request's statement may be missed by it, as MongoDB's own
+ * queries may miss documents written while they run. The next request sees it.
  */
 export function trackingMultikey(c: CollectionRef, dml: string): string {
   const pending = c.indexes.filter((ix) => !ix.multikey);

@@ -11,6 +11,22 @@ export interface FilterCase {
 
 const d = (_id: string | number, rest: Record<string, unknown> = {}) => ({ _id, ...rest });
 
+/** A $regex case over documents {_id: i + 1, s: values[i]}. */
+function regexCase(
+  name: string,
+  values: unknown[],
+  pattern: string,
+  ids: number[],
+  options?: string,
+): FilterCase {
+  return {
+    name,
+    docs: values.map((s, i) => d(i + 1, { s })),
+    query: { s: { $regex: pattern, ...(options ? { $options: options } : {}) } },
+    ids,
+  };
+}
+
 export const filterCases: FilterCase[] = [
   // equality and array traversal
   { name: 'equality on a scalar', docs: [d(1, { a: 1 }), d(2, { a: 2 })], query: { a: 1 }, ids: [1] },
@@ -392,61 +408,16 @@ export const filterCases: FilterCase[] = [
     query: { arr: { $elemMatch: { x: { $not: { $exists: false } } } } },
     ids: [1],
   },
-  // $regex
-  {
-    name: '$regex',
-    docs: [d(1, { s: 'apple' }), d(2, { s: 'banana' }), d(3, { s: 1 })],
-    query: { s: { $regex: '^a' } },
-    ids: [1],
-  },
-  {
-    name: '$regex case-insensitive',
-    docs: [d(1, { s: 'Apple' }), d(2, { s: 'banana' })],
-    query: { s: { $regex: '^a', $options: 'i' } },
-    ids: [1],
-  },
-  {
-    name: '$regex dot does not match newline',
-    docs: [d(1, { s: 'a\nb' }), d(2, { s: 'axb' })],
-    query: { s: { $regex: 'a.b' } },
-    ids: [2],
-  },
-  {
-    name: '$regex s option',
-    docs: [d(1, { s: 'a\nb' }), d(2, { s: 'axb' })],
-    query: { s: { $regex: 'a.b', $options: 's' } },
-    ids: [1, 2],
-  },
-  {
-    name: '$regex \\b is a word boundary',
-    docs: [d(1, { s: 'cat dog' }), d(2, { s: 'catdog' })],
-    query: { s: { $regex: '\\bdog' } },
-    ids: [1],
-  },
-  {
-    name: '$regex m option anchors lines',
-    docs: [d(1, { s: 'x\nabc' }), d(2, { s: 'xabc' })],
-    query: { s: { $regex: '^abc', $options: 'm' } },
-    ids: [1],
-  },
-  {
-    name: '$regex \\w is ASCII, as in MongoDB',
-    docs: [d(1, { s: 'é' }), d(2, { s: 'e' })],
-    query: { s: { $regex: '^\\w$' } },
-    ids: [2],
-  },
-  {
-    name: '$regex \\b is an ASCII word boundary',
-    docs: [d(1, { s: 'éb' }), d(2, { s: 'ab' })],
-    query: { s: { $regex: '\\bb' } },
-    ids: [1],
-  },
-  {
-    name: '$regex \\d is ASCII digits only',
-    docs: [d(1, { s: '٣' }), d(2, { s: '3' })],
-    query: { s: { $regex: '^\\d$' } },
-    ids: [2],
-  },
+  // $regex: each case is strings s (ids 1, 2, …), a pattern and the ids MongoDB matches
+  regexCase('$regex', ['apple', 'banana', 1], '^a', [1]),
+  regexCase('$regex case-insensitive', ['Apple', 'banana'], '^a', [1], 'i'),
+  regexCase('$regex dot does not match newline', ['a\nb', 'axb'], 'a.b', [2]),
+  regexCase('$regex s option', ['a\nb', 'axb'], 'a.b', [1, 2], 's'),
+  regexCase('$regex \\b is a word boundary', ['cat dog', 'catdog'], '\\bdog', [1]),
+  regexCase('$regex m option anchors lines', ['x\nabc', 'xabc'], '^abc', [1], 'm'),
+  regexCase('$regex \\w is ASCII, as in MongoDB', ['é', 'e'], '^\\w$', [2]),
+  regexCase('$regex \\b is an ASCII word boundary', ['éb', 'ab'], '\\bb', [1]),
+  regexCase('$regex \\d is ASCII digits only', ['٣', '3'], '^\\d$', [2]),
   {
     name: '$regex on array elements',
     docs: [d(1, { s: ['xy', 'ab'] }), d(2, { s: ['xy'] })],

@@ -98,31 +98,35 @@ class SqlCompiler {
   }
 
   private cond(path: FieldPath, cond: Cond, useIndex = true): string {
-    const withSuperset = (exact: string) => (useIndex ? this.withSuperset(path, cond, exact) : exact);
+    // The exact predicate is built only when it is used: building it binds parameters.
+    const withSuperset = (exact: () => string) => (useIndex ? this.withSuperset(path, cond, exact) : exact());
     switch (cond.op) {
       case 'not':
         // An index condition cannot help a negation: the matches are the documents outside it.
         return `not ${this.cond(path, cond.cond, false)}`;
       case 'and':
-        return `(${cond.conds.map((c) => this.cond(path, c, useIndex)).join(' and ')})`;
+        // One key condition for the whole conjunction, so $gte and $lt form one range.
+        return withSuperset(() => `(${cond.conds.map((c) => this.cond(path, c, false)).join(' and ')})`);
       case 'eq':
-        if (isCompound(cond.value)) return withSuperset(this.compoundEq(path, [cond.value]));
-        return withSuperset(this.match(this.jp.cond('$', path.segments, cond)));
+        if (isCompound(cond.value)) return withSuperset(() => this.compoundEq(path, [cond.value]));
+        return withSuperset(() => this.match(this.jp.cond('$', path.segments, cond)));
       case 'in': {
         const compound = cond.values.filter(isCompound);
         const plain = cond.values.filter((v) => !isCompound(v));
-        const parts: string[] = [];
-        if (plain.length > 0)
-          parts.push(this.match(this.jp.cond('$', path.segments, { op: 'in', values: plain })));
-        if (compound.length > 0) parts.push(this.compoundEq(path, compound));
-        if (parts.length === 0) return 'false';
-        return withSuperset(parts.length === 1 ? (parts[0] as string) : `(${parts.join(' or ')})`);
+        if (plain.length + compound.length === 0) return 'false';
+        return withSuperset(() => {
+          const parts: string[] = [];
+          if (plain.length > 0)
+            parts.push(this.match(this.jp.cond('$', path.segments, { op: 'in', values: plain })));
+          if (compound.length > 0) parts.push(this.compoundEq(path, compound));
+          return parts.length === 1 ? (parts[0] as string) : `(${parts.join(' or ')})`;
+        });
       }
       case 'elemMatch':
       case 'elemMatchValue':
         return this.elemMatch(path, cond);
       default:
-        return withSuperset(this.match(this.jp.cond('$', path.segments, cond)));
+        return withSuperset(() => this.match(this.jp.cond('$', path.segments, cond)));
     }
   }
 
@@ -157,12 +161,15 @@ class SqlCompiler {
               select 1 from jsonb_array_elements(t${a}.v) as e(v) where e.v in (select jsonb_array_elements(${valuesRef})))))`;
   }
 
-  private withSuperset(path: FieldPath, cond: Cond, exact: string): string {
+  private withSuperset(path: FieldPath, cond: Cond, exact: () => string): string {
     // Index columns describe the row's document, not an $elemMatch element.
     const idx = this.doc === 'doc' ? this.ctx.indexed(path.text) : undefined;
-    if (!idx) return exact;
+    if (!idx) return exact();
     const sup = superset(idx, cond, this.ctx.params);
-    return sup ? `(${sup} and ${exact})` : exact;
+    if (!sup) return exact();
+    // Where the key condition is already exact, the document need not be read to decide
+    // (counts can then be answered from the index).
+    return keyConditionIsExact(idx, cond) ? sup : `(${sup} and ${exact()})`;
   }
 }
 
@@ -172,6 +179,39 @@ const BRACKETS: Record<string, [string, string]> = {
   string: ["'\\x1e'::bytea", "'\\x1f'::bytea"],
   boolean: ["'\\x3c'::bytea", "'\\x3d'::bytea"],
 };
+
+/** Strings up to this many bytes have keys well under the 1,024-byte cut. */
+const EXACT_STRING_BYTES = 1000;
+
+/**
+ * Whether a value's key stands for it exactly: numbers (documents hold doubles, as the keys do),
+ * booleans, null, and strings short enough not to be cut. Objects and arrays compare as text.
+ */
+function keyIsExact(idx: IndexedPath, value: Json): boolean {
+  if (value === null || typeof value === 'number' || typeof value === 'boolean') return true;
+  if (typeof value === 'string') return !idx.truncated || Buffer.byteLength(value) <= EXACT_STRING_BYTES;
+  return false;
+}
+
+/**
+ * Whether the key condition alone decides the condition: the path never crossed an array (so each
+ * document has one key on it) and every operand's key is exact.
+ */
+function keyConditionIsExact(idx: IndexedPath, cond: Cond): boolean {
+  if (idx.multikey) return false;
+  switch (cond.op) {
+    case 'eq':
+      return keyIsExact(idx, cond.value);
+    case 'in':
+      return cond.values.length > 0 && cond.values.every((v) => keyIsExact(idx, v));
+    case 'cmp':
+      return cond.value === null ? cond.cmp === '>=' || cond.cmp === '<=' : keyIsExact(idx, cond.value);
+    case 'and':
+      return cond.conds.every((c) => keyConditionIsExact(idx, c));
+    default:
+      return false;
+  }
+}
 
 function keyOf(idx: IndexedPath, params: Params, value: Json): string {
   const k = `mdb.key(${params.json(value)})`;
@@ -202,11 +242,14 @@ function superset(idx: IndexedPath, cond: Cond, params: Params): string | undefi
       }
       const [lo, hi] = BRACKETS[typeof cond.value] as [string, string];
       const k = keyOf(idx, params, cond.value);
-      // Inclusive bounds: keys round numbers to doubles and cut long strings, so the exact
-      // predicate decides the boundary.
+      // A cut key cannot tell where the bound falls, so then the bound is inclusive and the
+      // exact predicate decides.
+      const strict = keyIsExact(idx, cond.value);
+      const gt = cond.cmp === '>' && strict ? '>' : '>=';
+      const lt = cond.cmp === '<' && strict ? '<' : '<=';
       return cond.cmp === '>' || cond.cmp === '>='
-        ? `((${idx.key} >= ${k} and ${idx.key} < ${hi})${orMulti})`
-        : `((${idx.key} >= ${lo} and ${idx.key} <= ${k})${orMulti})`;
+        ? `((${idx.key} ${gt} ${k} and ${idx.key} < ${hi})${orMulti})`
+        : `((${idx.key} >= ${lo} and ${idx.key} ${lt} ${k})${orMulti})`;
     }
     case 'and': {
       // One `or multikey` around the conjunction, so the bounds of $gte and $lt form one range.

@@ -55,7 +55,7 @@ describe(`with an index and ${DOCS} documents, the planner uses it`, () => {
   it.each([
     ['equality', { n: 12345 }, undefined, /Index Cond: \(i\d+_0_a = /],
     ['$in', { n: { $in: [1, 50, 999] } }, undefined, /Index Cond: \(i\d+_0_a = ANY/],
-    ['a range', { n: { $gte: 100, $lt: 120 } }, undefined, /Index Cond: \(\(i\d+_0_a >= .*i\d+_0_a <= /],
+    ['a range', { n: { $gte: 100, $lt: 120 } }, undefined, /Index Cond: \(\(i\d+_0_a >= .*i\d+_0_a < '\\x14/],
     ['string equality', { s: 'name42' }, undefined, /Index Cond: \(i\d+_0_a = /],
     ['a sort with limit', {}, { n: 1 }, /Index Scan using x\d+_a/],
     ['a descending sort with limit', {}, { n: -1 }, /Index Scan Backward using x\d+_d/],
@@ -63,7 +63,7 @@ describe(`with an index and ${DOCS} documents, the planner uses it`, () => {
       'a range with a sort',
       { n: { $gt: 500 } },
       { n: 1 },
-      /Index Scan using x\d+_a .*\n.*Index Cond: \(\(i\d+_0_a >= /,
+      /Index Scan using x\d+_a .*\n.*Index Cond: \(\(i\d+_0_a > /,
     ],
     ['an _id lookup', { _id: 'd777' }, undefined, /Index Scan using c_\d+_pkey/],
     ['_id $in', { _id: { $in: ['d1', 'd2'] } }, undefined, /c_\d+_pkey/],
@@ -71,6 +71,8 @@ describe(`with an index and ${DOCS} documents, the planner uses it`, () => {
     const plan = await planOf(query, sort);
     expect(plan, plan).toMatch(pattern);
     expect(plan, plan).not.toMatch(/Seq Scan/);
+    // On a path that never held an array, the key condition is exact: no document is rechecked.
+    if (!('_id' in query)) expect(plan, plan).not.toMatch(/Filter:/);
   });
 
   it('counts through the index', async () => {

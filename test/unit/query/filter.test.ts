@@ -121,21 +121,35 @@ describe('SQL shapes', () => {
     );
   });
 
-  it('indexed ranges stay inside the type bracket and use inclusive bounds', () => {
-    expect(compile({ a: { $gt: 5 } }, everyPathIndexed).sql).toContain(
-      `"i1_0_a" >= substr(mdb.key($3::text::jsonb), 1, 1024) and "i1_0_a" < '\\x15'::bytea`,
-    );
-    expect(compile({ a: { $lt: 'm' } }, everyPathIndexed).sql).toContain(
-      `"i1_0_a" >= '\\x1e'::bytea and "i1_0_a" <= substr(mdb.key($3::text::jsonb), 1, 1024)`,
-    );
+  it('on a path that never crossed an array, an exact key condition stands alone', () => {
+    const plain = (p: string): IndexedPath => ({ key: `"${p}"`, truncated: true });
+    expect(compile({ a: 5 }, plain).sql).toBe('("a" = substr(mdb.key($1::text::jsonb), 1, 1024))');
+    const range = compile({ a: { $gt: 5, $lte: 9 } }, plain).sql;
+    expect(range).toContain(`"a" > substr(mdb.key($1::text::jsonb), 1, 1024) and "a" < '\\x15'::bytea`);
+    expect(range).toContain(`"a" >= '\\x14'::bytea and "a" <= substr(mdb.key($2::text::jsonb), 1, 1024)`);
+    expect(range).not.toContain('jsonb_path_match');
+    // A long string's key is cut: bounds become inclusive and the document decides.
+    const long = 'x'.repeat(1001);
+    const { sql } = compile({ a: { $gt: long } }, plain);
+    expect(sql).toMatch(/"a" >= substr.*jsonb_path_match/);
+    // Regexes and negations cannot be decided by keys.
+    expect(compile({ a: { $regex: '^x' } }, plain).sql).toMatch(/^jsonb_path_match/);
   });
 
-  it('_id conditions use the primary key, untruncated', () => {
-    expect(compile({ _id: 'x' }, everyPathIndexed).sql).toMatch(
-      /^\(\(id = mdb\.key\(\$\d+::text::jsonb\)\) and /,
+  it('indexed ranges stay inside the type bracket, with one multikey arm for the conjunction', () => {
+    expect(compile({ a: { $gt: 5 } }, everyPathIndexed).sql).toContain(
+      `"i1_0_a" > substr(mdb.key($1::text::jsonb), 1, 1024) and "i1_0_a" < '\\x15'::bytea) or "i1_0_m")`,
     );
-    expect(compile({ _id: { $in: ['x', 'y'] } }, everyPathIndexed).sql).toMatch(
-      /id in \(mdb\.key\(\$\d+::text::jsonb\), mdb\.key/,
+    const mixed = compile({ a: { $gte: 1, $lt: 'm' } }, everyPathIndexed).sql;
+    expect(mixed.match(/or "i1_0_m"/g)).toHaveLength(1);
+    expect(mixed).toContain(`"i1_0_a" >= '\\x1e'::bytea and "i1_0_a" < substr(mdb.key(`);
+    expect(mixed).toContain('jsonb_path_match');
+  });
+
+  it('_id conditions use the primary key, untruncated and exact', () => {
+    expect(compile({ _id: 'x' }, everyPathIndexed).sql).toBe('(id = mdb.key($1::text::jsonb))');
+    expect(compile({ _id: { $in: ['x', 'y'] } }, everyPathIndexed).sql).toBe(
+      '(id in (mdb.key($1::text::jsonb), mdb.key($2::text::jsonb)))',
     );
   });
 

@@ -271,9 +271,13 @@ export interface paths {
         put?: never;
         /**
          * Create an index
-         * @description Creates a real PostgreSQL index over the given document fields. `unique: true` makes it
-         *     unique, treating a missing field as `null` (as MongoDB does); creating a unique index over
-         *     existing duplicates answers `409` and leaves nothing behind.
+         * @description Creates a real PostgreSQL index over the given document fields: equality, `$in`, ranges,
+         *     sorts and counts on them use it. A single-field index serves sorts in both directions, a
+         *     compound index the directions it was declared with. `unique: true` makes it unique,
+         *     treating a missing field as `null` (as MongoDB does); documents whose indexed path crosses
+         *     an array are not constrained by it. Creating a unique index over existing duplicates
+         *     answers `409` and leaves nothing behind. The build rewrites the collection's table once and
+         *     blocks writes to the collection while it runs. At most 63 indexes besides `_id_`.
          */
         post: operations["createIndex"];
         delete?: never;

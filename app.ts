@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import type { ValidateFunction } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import Fastify, {
@@ -54,12 +55,31 @@ function createValidator() {
     strict: false,
   });
   addFormats(ajv);
-  return ({ schema }: { schema: object }) => {
+  return ({ schema, httpPart }: { schema: object; httpPart?: string }) => {
     // fastify-openapi-glue gives every recursive schema the same placeholder $id.
     const id = (schema as { $id?: unknown }).$id;
     if (typeof id === 'string' && ajv.getSchema(id)) ajv.removeSchema(id);
-    return ajv.compile(schema);
+    const validate = ajv.compile(schema);
+    return httpPart === 'body' ? skippingAbsentBody(validate) : validate;
   };
+}
+
+/**
+ * Fastify hands a body validator `null` when no body was sent with `Content-Type:
+ * application/json`, which no object schema accepts. No body is not a bad body: where one is
+ * required the route's preValidation hook says so; elsewhere the operation takes none. A JSON
+ * `null` sent as the body is still validated (and refused).
+ */
+function skippingAbsentBody(validate: ValidateFunction): ValidateFunction {
+  const wrapper = ((data: unknown, ctx?: Parameters<ValidateFunction>[1]) =>
+    ctx?.parentData !== undefined && (ctx.parentData as { body?: unknown }).body === undefined
+      ? true
+      : validate(data, ctx)) as ValidateFunction;
+  // Fastify passes the request as parentData only to validators that carry schemaEnv, and reads
+  // `errors` off the function it called.
+  Object.defineProperty(wrapper, 'schemaEnv', { value: validate.schemaEnv });
+  Object.defineProperty(wrapper, 'errors', { get: () => validate.errors });
+  return wrapper;
 }
 
 function isOAuthRoute(request: FastifyRequest): boolean {

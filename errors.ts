@@ -54,6 +54,17 @@ function nameTaken(code: ErrorCode, what: string, name: string, existing: string
   );
 }
 
+/**
+ * The only `/oidc` operation with a body is client registration (RFC 7591), so a body that breaks
+ * the schema is bad client metadata; a bad redirect URI has an error code of its own.
+ */
+function oauthErrorOfValidation(errs: FieldError[]): OAuthErrorCode {
+  if (errs.length === 0 || errs.some((e) => e.in !== 'body' || e.path === '')) return 'invalid_request';
+  return errs.some((e) => e.path.startsWith('/redirect_uris'))
+    ? 'invalid_redirect_uri'
+    : 'invalid_client_metadata';
+}
+
 /** Seconds a client should wait before retrying when the database is unreachable. */
 export const RETRY_AFTER_SECONDS = 5;
 
@@ -61,7 +72,7 @@ export const errors = {
   validation: (errs: FieldError[]) =>
     new AppError(400, 'VALIDATION_FAILED', errs.map((e) => `${e.in}${e.path} ${e.message}`).join('; '), {
       errors: errs,
-      oauthError: 'invalid_request',
+      oauthError: oauthErrorOfValidation(errs),
     }),
   invalidJson: (message: string) =>
     new AppError(400, 'INVALID_JSON', `The body is not valid JSON: ${message}`, {
@@ -85,6 +96,10 @@ export const errors = {
   indexNotFound: (name: string) =>
     new AppError(404, 'INDEX_NOT_FOUND', `Index '${name}' does not exist on this collection.`),
   indexExists: (name: string) => new AppError(409, 'INDEX_EXISTS', `Index '${name}' already exists.`),
+  clientNotFound: (clientId: string) =>
+    new AppError(404, 'CLIENT_NOT_FOUND', `This workplace has no client '${clientId}'.`, {
+      oauthError: 'invalid_client_id',
+    }),
   duplicateKey: (message: string) => new AppError(409, 'DUPLICATE_KEY', message),
   invalidQuery: (message: string) => new AppError(400, 'INVALID_QUERY', message),
   payloadTooLarge: (limit: number) =>

@@ -158,15 +158,17 @@ export interface paths {
          * List clients, or get one with client_id
          * @description One path serves two operations, as the interface defines it. Without `client_id` it
          *     lists every registered client of the workplace (`result` is an array, ordered by
-         *     `client_id_issued_at`, then `client_id`); with `client_id` it returns that client
-         *     (`result` is an object) or `404`. Client secrets are never returned here.
+         *     `client_id_issued_at`, then `client_id`; at most 1,000); with `client_id` it returns
+         *     that client (`result` is an object) or `404` `invalid_client_id`. Client secrets are
+         *     never returned here.
          */
         get: operations["readClients"];
         put?: never;
         post?: never;
         /**
          * Delete a client
-         * @description Deletes the client selected by `client_id`; it stops working at once.
+         * @description Deletes the client selected by `client_id`; it stops working at once. `404`
+         *     `invalid_client_id` if the workplace has no such client.
          */
         delete: operations["deleteClient"];
         options?: never;
@@ -188,12 +190,21 @@ export interface paths {
         put?: never;
         /**
          * Register a client, or update one with client_id
-         * @description One path serves two operations, as the interface defines it. Without `client_id` it
-         *     registers a new client and answers `201` with the client as registered, including the
-         *     generated `client_id` and a `client_secret` that is shown this once. With `client_id`
-         *     it updates that client and answers `200`; `generate_token: true` rotates the secret and
-         *     returns the new one once, `false` (the default) keeps it. `generate_token` is rejected
-         *     on create.
+         * @description One path serves two operations, as the interface defines it.
+         *
+         *     - **Without `client_id`** it registers a new client and answers `201` with the client as
+         *       registered: the generated `client_id`, a `client_secret` shown this once,
+         *       `client_id_issued_at`, and every metadata field with its default filled in.
+         *     - **With `client_id`** it updates that client and answers `200` (`404`
+         *       `invalid_client_id` if the workplace has no such client). Omitted fields keep their
+         *       stored values and `null` removes or resets one (see `ClientMetadataInput`); the
+         *       merged client is validated as a whole, so changing `application_type` re-checks the
+         *       stored redirect URIs. `generate_token: true` rotates the secret and returns the new
+         *       one once; `false` (the default) keeps it and the response has no `client_secret`.
+         *
+         *     Metadata that breaks a rule answers `400` with `invalid_redirect_uri` (for
+         *     `redirect_uris`) or `invalid_client_metadata` (anything else), and an
+         *     `error_description` that names the field. A workplace holds at most 1,000 clients.
          */
         post: operations["saveClient"];
         delete?: never;
@@ -529,7 +540,7 @@ export interface components {
          * @description Stable machine-readable error codes of `Problem.code`.
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "INVALID_JSON" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "ROUTE_NOT_FOUND" | "WORKPLACE_NOT_FOUND" | "COLLECTION_NOT_FOUND" | "INDEX_NOT_FOUND" | "CONNECTOR_NOT_FOUND" | "WORKPLACE_EXISTS" | "COLLECTION_EXISTS" | "INDEX_EXISTS" | "DUPLICATE_KEY" | "INVALID_QUERY" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "NOT_IMPLEMENTED" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "VALIDATION_FAILED" | "INVALID_JSON" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "ROUTE_NOT_FOUND" | "WORKPLACE_NOT_FOUND" | "COLLECTION_NOT_FOUND" | "INDEX_NOT_FOUND" | "CONNECTOR_NOT_FOUND" | "CLIENT_NOT_FOUND" | "WORKPLACE_EXISTS" | "COLLECTION_EXISTS" | "INDEX_EXISTS" | "DUPLICATE_KEY" | "INVALID_QUERY" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "NOT_IMPLEMENTED" | "SERVICE_UNAVAILABLE";
         /** @description RFC 9457 problem details. */
         Problem: {
             /** @description Always `about:blank`; `code` tells the problems apart. */
@@ -581,7 +592,11 @@ export interface components {
         OidcSettings: {
             /** @description The collection that stores the users who sign in. Default `users`. */
             collection: components["schemas"]["Name"];
-            /** @description The workplace OIDC token (bearer for the `/oidc` client routes). */
+            /**
+             * @description The workplace OIDC token, the bearer for the `/oidc` client routes: `wpo_` + 256
+             *     random bits, URL-safe base64. It is stored as is (not hashed) because this read
+             *     returns it, as the interface defines; treat it as a secret.
+             */
             token: string;
             /** @description Access token lifetime in seconds, 1 to 86,400 (one day). Default 3,600. */
             token_timeout: number;
@@ -605,43 +620,108 @@ export interface components {
         };
         OidcTokenEnvelope: {
             result: {
+                /** @description The new workplace OIDC token, `wpo_` + 256 random bits, URL-safe base64. */
                 token: string;
             };
         };
         /** Format: uri */
         Uri: string;
+        ScopeList: string[];
         /**
-         * @description Client metadata. On create, `redirect_uris` is required. On update, omitted fields keep
-         *     their stored values. `scope` also accepts a space-separated string and `contacts` also
-         *     accepts an array of strings.
+         * @description Client metadata, as in RFC 7591 and OpenID Connect Dynamic Client Registration, with the
+         *     types of the interface.
+         *
+         *     - **Create** requires `redirect_uris`; every other field has a default or may be left out.
+         *     - **Update** (`?client_id=`) keeps every omitted field as stored. `null` removes an
+         *       optional field (`client_name`, `contacts`, `logo_uri`, `client_uri`, `tos_uri`,
+         *       `policy_uri`) or resets a field with a default to that default (`scope`,
+         *       `post_logout_redirect_uris`, `client_secret_expires_at`, `response_types`,
+         *       `application_type`). `redirect_uris` cannot be removed.
+         *     - `scope` is an array as the interface defines it; a space-separated string
+         *       (`"openid email"`, as in RFC 7591) is also accepted and stored as an array. Duplicates
+         *       are dropped.
+         *     - `contacts` is a string as the interface defines it; an array of strings (as in
+         *       RFC 7591) is also accepted and stored joined with `", "`.
+         *
+         *     The rules every redirect URI follows (`invalid_redirect_uri` otherwise):
+         *
+         *     | `application_type` | allowed `redirect_uris` |
+         *     |---|---|
+         *     | `web` (default) | `https://…`; `http://…` only on a loopback host: `localhost`, `127.0.0.0/8` or `[::1]` |
+         *     | `native` | a private-use scheme in reverse-domain form such as `com.example.app:/callback` (RFC 8252 §7.1); `http://` on a loopback host (§7.3); `https://…` (§7.2) |
+         *
+         *     Every redirect URI is absolute, has no fragment (`#`) and no user information
+         *     (`user@`). `post_logout_redirect_uris` follow the same rules (`invalid_client_metadata`
+         *     otherwise). `logo_uri`, `client_uri`, `tos_uri` and `policy_uri` are absolute `http` or
+         *     `https` URLs. Redirect URIs are later matched exactly as registered (no normalisation).
          */
         ClientMetadataInput: {
-            /** @description Additional scopes that may appear in the ID token. */
-            scope?: string[] | string;
+            /** @description Additional scopes that may appear in the ID token. Default `[]`. */
+            scope?: components["schemas"]["ScopeList"] | string | null;
+            /** @description Where the provider may send the user back after sign-in. Required on create. */
             redirect_uris?: components["schemas"]["Uri"][];
-            post_logout_redirect_uris?: components["schemas"]["Uri"][];
-            /** @description Unix time (seconds) at which the secret expires; `0` means never. Default `0`. */
-            client_secret_expires_at?: number;
-            client_name?: string;
-            /** @description Contacts shown on the authorization form. */
-            contacts?: string | string[];
-            logo_uri?: components["schemas"]["Uri"];
-            client_uri?: components["schemas"]["Uri"];
-            tos_uri?: components["schemas"]["Uri"];
-            policy_uri?: components["schemas"]["Uri"];
-            /** @description Supported authorization response types. Default `["code"]`. */
-            response_types?: "code"[];
+            /** @description Where the provider may send the user after sign-out. Default `[]`. */
+            post_logout_redirect_uris?: components["schemas"]["Uri"][] | null;
             /**
-             * @description Default `web`.
-             * @enum {string}
+             * @description Unix time (seconds) at which the client secret expires; `0` (the default) means
+             *     never. A rotated secret (`generate_token: true`) keeps this value.
              */
-            application_type?: "native" | "web";
-            /** @description Update only. `true` rotates the client secret; `false` (default) keeps it. */
+            client_secret_expires_at?: number | null;
+            /** @description Shown on the sign-in form. */
+            client_name?: string | null;
+            /** @description Contacts shown on the sign-in form. */
+            contacts?: string | string[] | null;
+            /** @description Logo shown on the sign-in form. */
+            logo_uri?: components["schemas"]["Uri"] | null;
+            /** @description The client's home page. */
+            client_uri?: components["schemas"]["Uri"] | null;
+            /** @description The client's terms of use. */
+            tos_uri?: components["schemas"]["Uri"] | null;
+            /** @description The client's privacy policy. */
+            policy_uri?: components["schemas"]["Uri"] | null;
+            /**
+             * @description Authorization response types. The provider supports the authorization code flow
+             *     only, so the one allowed value is `code`. Default `["code"]`.
+             */
+            response_types?: "code"[] | null;
+            /** @description `web` (default) or `native`; decides which redirect URIs are allowed. */
+            application_type?: ("native" | "web") | null;
+            /**
+             * @description Update only (`400` on create, where a secret is always generated). `true` replaces
+             *     the client secret and returns the new one once; the old one stops working at once.
+             *     `false` (the default) keeps it.
+             */
             generate_token?: boolean;
         };
+        /**
+         * @description A registered client. Every field with a default is always present; optional fields that
+         *     were never set (`client_name`, `contacts`, `logo_uri`, `client_uri`, `tos_uri`,
+         *     `policy_uri`) are absent. `client_secret` is present only in the response that
+         *     generated it: the server keeps a SHA-256 hash, never the secret.
+         * @example {
+         *       "client_id": "Yk3v9QpZr1xT8cW2mN4bLa",
+         *       "client_secret": "wpcs_3q2-7wEfG1pQk9Zx4Lr8VtYb6Nc0Hs5Jd2Ma7Ue1Io0",
+         *       "client_id_issued_at": 1795435200,
+         *       "client_secret_expires_at": 0,
+         *       "scope": [
+         *         "email"
+         *       ],
+         *       "redirect_uris": [
+         *         "https://portal.acme.example/callback"
+         *       ],
+         *       "post_logout_redirect_uris": [
+         *         "https://portal.acme.example/"
+         *       ],
+         *       "client_name": "Acme portal",
+         *       "response_types": [
+         *         "code"
+         *       ],
+         *       "application_type": "web"
+         *     }
+         */
         Client: {
             client_id: components["schemas"]["ClientId"];
-            /** @description Present only in the response that created or rotated it. */
+            /** @description `wpcs_` + 256 random bits, URL-safe. Present only in the response that created or rotated it. */
             client_secret?: string;
             /** @description Unix time (seconds) of registration. */
             client_id_issued_at: number;
@@ -656,7 +736,7 @@ export interface components {
             client_uri?: string;
             tos_uri?: string;
             policy_uri?: string;
-            response_types: string[];
+            response_types: "code"[];
             /** @enum {string} */
             application_type: "native" | "web";
         };
@@ -998,15 +1078,6 @@ export interface components {
                 "application/json": components["schemas"]["OAuthError"];
             };
         };
-        /** @description Not implemented yet (`not_implemented`). */
-        OAuthNotImplemented: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["OAuthError"];
-            };
-        };
         /** @description The database cannot be reached (`temporarily_unavailable`); retry after `Retry-After` seconds. */
         OAuthUnavailable: {
             headers: {
@@ -1178,7 +1249,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1213,7 +1283,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1247,7 +1316,6 @@ export interface operations {
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1279,7 +1347,6 @@ export interface operations {
             401: components["responses"]["OAuthUnauthorized"];
             404: components["responses"]["OAuthNotFound"];
             500: components["responses"]["OAuthServerError"];
-            501: components["responses"]["OAuthNotImplemented"];
             503: components["responses"]["OAuthUnavailable"];
         };
     };
@@ -1309,7 +1376,6 @@ export interface operations {
             401: components["responses"]["OAuthUnauthorized"];
             404: components["responses"]["OAuthNotFound"];
             500: components["responses"]["OAuthServerError"];
-            501: components["responses"]["OAuthNotImplemented"];
             503: components["responses"]["OAuthUnavailable"];
         };
     };
@@ -1356,7 +1422,6 @@ export interface operations {
             413: components["responses"]["OAuthPayloadTooLarge"];
             415: components["responses"]["OAuthUnsupportedMediaType"];
             500: components["responses"]["OAuthServerError"];
-            501: components["responses"]["OAuthNotImplemented"];
             503: components["responses"]["OAuthUnavailable"];
         };
     };

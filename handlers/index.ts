@@ -13,8 +13,8 @@ export function createHandlers(deps: HandlerDeps): Handlers {
   return {
     ...healthHandlers(deps),
     ...workplaceHandlers(deps),
-    ...oidcSettingsHandlers(),
-    ...oidcClientHandlers(),
+    ...oidcSettingsHandlers(deps),
+    ...oidcClientHandlers(deps),
     ...collectionHandlers(deps),
     ...indexHandlers(deps),
     ...documentHandlers(deps),

@@ -32,7 +32,7 @@ afterAll(async () => {
 const SAMPLE_PARAMS: Record<string, string> = { storage_name: 'users', index_name: 'byEmail', id: 'abc' };
 
 /** A request that passes validation: path parameters filled in and the spec's own example as the body. */
-function validRequest(op: SpecOperation, name: string) {
+function validRequest(op: SpecOperation, name: string, clientId = 'someclient') {
   const url = op.path.replace(/\{(\w+)\}/g, (_m, p: string) =>
     p === 'name' ? name : (SAMPLE_PARAMS[p] ?? 'x'),
   );
@@ -50,12 +50,25 @@ function validRequest(op: SpecOperation, name: string) {
     body = (spec.components as unknown as { examples: Record<string, { value: unknown }> }).examples[key]
       ?.value;
   }
-  const query = op.operationId === 'deleteClient' ? '?client_id=someclient' : '';
+  const query = op.operationId === 'deleteClient' ? `?client_id=${clientId}` : '';
   return {
     method: op.method as 'GET' | 'POST' | 'DELETE',
     url: url + query,
     ...(body !== undefined ? { body } : {}),
   };
+}
+
+/** A client registered in the workplace, for the operations that act on one. */
+async function registerSampleClient(name: string): Promise<string> {
+  const res = await t.request({
+    method: 'POST',
+    url: `/oidc/${name}/oidc/registration`,
+    token: null,
+    headers: { authorizarion: `Bearer ${await oidcTokenOf(name)}` },
+    body: { redirect_uris: ['https://app.example/cb'] },
+  });
+  if (res.status !== 201) throw new Error(`could not register the sample client: ${res.text}`);
+  return res.body.result.client_id;
 }
 
 /** The collection and index that SAMPLE_PARAMS name, unless the operation creates them itself. */
@@ -121,11 +134,14 @@ describe('operations whose issue has not landed', () => {
       // A workplace of its own, since some of these delete what they touch.
       const own = await t.createWorkplace();
       await createWhatTheExampleNeeds(op, own);
-      const request = validRequest(op, own);
-      const res = await t.request(
-        op.operationId === 'createWorkplace' ? { ...request, body: { name: randomName() } } : request,
-      );
-      expect(res.status).toBeLessThan(300);
+      const isOidc = op.path.startsWith('/oidc/');
+      const request = validRequest(op, own, isOidc ? await registerSampleClient(own) : undefined);
+      const res = await t.request({
+        ...request,
+        ...(op.operationId === 'createWorkplace' ? { body: { name: randomName() } } : {}),
+        ...(isOidc ? { token: null, headers: { authorizarion: `Bearer ${await oidcTokenOf(own)}` } } : {}),
+      });
+      expect(res.status, res.text).toBeLessThan(300);
     },
   );
 });

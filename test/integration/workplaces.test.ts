@@ -144,6 +144,7 @@ describe('bad input on workplace routes', () => {
     ['null for name', { body: { name: null } }, 400, 'VALIDATION_FAILED', '/name'],
     ['an array for name', { body: { name: ['abc'] } }, 400, 'VALIDATION_FAILED', '/name'],
     ['an array body', { body: [{ name: 'abc' }] }, 400, 'VALIDATION_FAILED'],
+    ['a JSON null body', { payload: 'null', contentType: 'application/json' }, 400, 'VALIDATION_FAILED'],
     ['a string body', { body: 'abc' }, 400, 'VALIDATION_FAILED'],
     ['a missing name', { body: {} }, 400, 'VALIDATION_FAILED', '/name'],
     ['an unknown property', { body: { name: 'abc', color: 'red' } }, 400, 'VALIDATION_FAILED', '/color'],

@@ -1,0 +1,154 @@
+import type { ClientMetadata } from '../db/oidc-clients.js';
+import { AppError } from '../errors.js';
+import type { components } from '../generated/openapi.js';
+
+/**
+ * Client metadata rules of RFC 7591, OpenID Connect Dynamic Client Registration and RFC 8252
+ * (native apps) that JSON Schema cannot say: defaults, merging an update into the stored client,
+ * and what a redirect URI may be for each application type. Pure: no I/O.
+ */
+
+export type ClientMetadataInput = components['schemas']['ClientMetadataInput'];
+
+const DEFAULTS: ClientMetadata = {
+  scope: [],
+  redirect_uris: [],
+  post_logout_redirect_uris: [],
+  client_secret_expires_at: 0,
+  response_types: ['code'],
+  application_type: 'web',
+};
+
+const OPTIONAL_STRINGS = ['client_name', 'logo_uri', 'client_uri', 'tos_uri', 'policy_uri'] as const;
+const PAGE_URIS = ['logo_uri', 'client_uri', 'tos_uri', 'policy_uri'] as const;
+const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/;
+const MAX_SCOPES = 100;
+
+function invalid(field: string, message: string): AppError {
+  const redirect = field === 'redirect_uris' || field.startsWith('redirect_uris/');
+  return new AppError(400, 'VALIDATION_FAILED', `${field}: ${message}`, {
+    errors: [{ in: 'body', path: `/${field}`, message }],
+    oauthError: redirect ? 'invalid_redirect_uri' : 'invalid_client_metadata',
+  });
+}
+
+/** The metadata of a new client: defaults, then the input. */
+export function metadataForCreate(input: ClientMetadataInput): ClientMetadata {
+  if (input.generate_token !== undefined) {
+    throw invalid('generate_token', 'is only for updates; a new client always gets a secret');
+  }
+  if (input.redirect_uris === undefined) throw invalid('redirect_uris', 'is required');
+  return checked(merge(DEFAULTS, input));
+}
+
+/** The metadata after an update: the stored client, then the fields the input names. */
+export function metadataForUpdate(stored: ClientMetadata, input: ClientMetadataInput): ClientMetadata {
+  return checked(merge(stored, input));
+}
+
+function merge(base: ClientMetadata, input: ClientMetadataInput): ClientMetadata {
+  const out: ClientMetadata = structuredClone(base);
+  if (input.redirect_uris === null) throw invalid('redirect_uris', 'cannot be removed');
+  if (input.redirect_uris !== undefined) out.redirect_uris = [...input.redirect_uris];
+  if (input.scope !== undefined) out.scope = input.scope === null ? [] : normaliseScope(input.scope);
+  if (input.post_logout_redirect_uris !== undefined)
+    out.post_logout_redirect_uris = input.post_logout_redirect_uris ?? [];
+  if (input.client_secret_expires_at !== undefined)
+    out.client_secret_expires_at = input.client_secret_expires_at ?? DEFAULTS.client_secret_expires_at;
+  if (input.response_types !== undefined)
+    out.response_types = input.response_types ?? [...DEFAULTS.response_types];
+  if (input.application_type !== undefined)
+    out.application_type = input.application_type ?? DEFAULTS.application_type;
+  if (input.contacts !== undefined) {
+    if (input.contacts === null) delete out.contacts;
+    else out.contacts = Array.isArray(input.contacts) ? input.contacts.join(', ') : input.contacts;
+  }
+  for (const field of OPTIONAL_STRINGS) {
+    const value = input[field];
+    if (value === null) delete out[field];
+    else if (value !== undefined) out[field] = value;
+  }
+  return out;
+}
+
+function normaliseScope(scope: string | string[]): string[] {
+  const tokens = typeof scope === 'string' ? scope.split(' ').filter((s) => s !== '') : scope;
+  tokens.forEach((t, i) => {
+    if (!SCOPE_TOKEN.test(t)) {
+      throw invalid(
+        typeof scope === 'string' ? 'scope' : `scope/${i}`,
+        `'${t.slice(0, 64)}' is not a scope token (1-128 printable ASCII characters without space, '"' or '\\')`,
+      );
+    }
+  });
+  const unique = [...new Set(tokens)];
+  if (unique.length > MAX_SCOPES) throw invalid('scope', `has more than ${MAX_SCOPES} scopes`);
+  return unique;
+}
+
+/** Validates the merged client as a whole, so an update cannot leave a rule broken. */
+function checked(m: ClientMetadata): ClientMetadata {
+  if (m.redirect_uris.length === 0) throw invalid('redirect_uris', 'must hold at least one URI');
+  m.redirect_uris.forEach((uri, i) => {
+    checkRedirectUri(`redirect_uris/${i}`, uri, m.application_type);
+  });
+  m.post_logout_redirect_uris.forEach((uri, i) => {
+    checkRedirectUri(`post_logout_redirect_uris/${i}`, uri, m.application_type);
+  });
+  for (const field of PAGE_URIS) {
+    const uri = m[field];
+    if (uri === undefined) continue;
+    const url = parseAbsolute(field, uri);
+    if (url.protocol !== 'https:' && url.protocol !== 'http:')
+      throw invalid(field, `must be an http or https URL, not ${url.protocol}`);
+  }
+  return m;
+}
+
+function parseAbsolute(field: string, uri: string): URL {
+  let url: URL;
+  try {
+    url = new URL(uri);
+  } catch {
+    throw invalid(field, `'${uri.slice(0, 200)}' is not an absolute URI`);
+  }
+  if (uri.includes('#')) throw invalid(field, 'must not contain a fragment (#)');
+  if (url.username !== '' || url.password !== '')
+    throw invalid(field, 'must not contain user information (user@host)');
+  return url;
+}
+
+/** localhost, 127.0.0.0/8 and [::1]: the hosts that never leave the user's machine. */
+export function isLoopbackHost(hostname: string): boolean {
+  return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
+}
+
+function checkRedirectUri(field: string, uri: string, applicationType: ClientMetadata['application_type']) {
+  const url = parseAbsolute(field, uri);
+  const scheme = url.protocol.slice(0, -1);
+  if (scheme === 'https') {
+    if (url.hostname === '') throw invalid(field, 'must name a host');
+    return;
+  }
+  if (scheme === 'http') {
+    if (isLoopbackHost(url.hostname)) return;
+    throw invalid(
+      field,
+      `may use http only on a loopback host (localhost, 127.0.0.1 or [::1]); use https for ${url.hostname}`,
+    );
+  }
+  if (applicationType === 'web') {
+    throw invalid(
+      field,
+      `a web client's redirect URI must use https (or http on a loopback host), not ${scheme}`,
+    );
+  }
+  // RFC 8252 §7.1: a private-use scheme is a reverse domain name the app controls, which also
+  // keeps out javascript:, data:, file: and the like.
+  if (!/^[a-z][a-z0-9+-]*(\.[a-z0-9+-]+)+$/.test(scheme)) {
+    throw invalid(
+      field,
+      `a native client's private-use scheme must be a reverse domain name such as com.example.app, not ${scheme}`,
+    );
+  }
+}

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import {
+  type ClientMetadata,
   type ClientRow,
   deleteClient as deleteClientRow,
   findClient,
@@ -16,14 +17,31 @@ import type { Handler, HandlerDeps } from './types.js';
 
 type Client = components['schemas']['Client'];
 
+/** Response fields in the order of the interface's client table (jsonb keeps its own order). */
+const METADATA_ORDER = [
+  'client_secret_expires_at',
+  'scope',
+  'redirect_uris',
+  'post_logout_redirect_uris',
+  'client_name',
+  'contacts',
+  'logo_uri',
+  'client_uri',
+  'tos_uri',
+  'policy_uri',
+  'response_types',
+  'application_type',
+] as const satisfies readonly (keyof ClientMetadata)[];
+
 /** The client as the API shows it; `secret` only in the response that generated it. */
 function present(row: ClientRow, secret?: string): Client {
-  return {
-    client_id: row.client_id,
-    ...(secret !== undefined ? { client_secret: secret } : {}),
-    client_id_issued_at: row.issued_at,
-    ...row.metadata,
-  };
+  const client: Record<string, unknown> = { client_id: row.client_id };
+  if (secret !== undefined) client.client_secret = secret;
+  client.client_id_issued_at = row.issued_at;
+  for (const key of METADATA_ORDER) {
+    if (row.metadata[key] !== undefined) client[key] = row.metadata[key];
+  }
+  return client as Client;
 }
 
 /** 128 random bits, URL-safe: unguessable, so knowing one client's id tells nothing about another's. */

@@ -1,20 +1,11 @@
+import type { components } from '../generated/openapi.js';
 import type { Sql } from './sql.js';
 
-/** A client's metadata as stored and returned, defaults filled in. */
-export interface ClientMetadata {
-  scope: string[];
-  redirect_uris: string[];
-  post_logout_redirect_uris: string[];
-  client_secret_expires_at: number;
-  client_name?: string;
-  contacts?: string;
-  logo_uri?: string;
-  client_uri?: string;
-  tos_uri?: string;
-  policy_uri?: string;
-  response_types: 'code'[];
-  application_type: 'native' | 'web';
-}
+/** A client's metadata as stored: the API's client without its identity and secret. */
+export type ClientMetadata = Omit<
+  components['schemas']['Client'],
+  'client_id' | 'client_secret' | 'client_id_issued_at'
+>;
 
 export interface ClientRow {
   client_id: string;

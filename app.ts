@@ -17,6 +17,7 @@ import { Statistics } from './db/statistics.js';
 import { type AppError, errors, toAppError } from './errors.js';
 import { createHandlers } from './handlers/index.js';
 import type { Caller, Handler, Handlers, Input, OperationId } from './handlers/types.js';
+import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
 import { type Authenticator, createAuthenticators } from './security.js';
 import { loadSpec, type OpenApiDocument, type SpecOperation, specOperations } from './spec.js';
 
@@ -178,6 +179,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
     if (body === '') return done(null, undefined);
+    if (jsonNestsDeeperThan(body as string, MAX_JSON_DEPTH)) {
+      return done(
+        errors.validation([{ in: 'body', path: '', message: `nests deeper than ${MAX_JSON_DEPTH} levels` }]),
+        undefined,
+      );
+    }
     parseJson(request, body as string, done);
   });
   // The spec declares problem+json for responses only; registering a parser that refuses it keeps

@@ -96,6 +96,8 @@ export const errors = {
   indexNotFound: (name: string) =>
     new AppError(404, 'INDEX_NOT_FOUND', `Index '${name}' does not exist on this collection.`),
   indexExists: (name: string) => new AppError(409, 'INDEX_EXISTS', `Index '${name}' already exists.`),
+  connectorNotFound: (id: string) =>
+    new AppError(404, 'CONNECTOR_NOT_FOUND', `Connector '${id}' does not exist in this workplace.`),
   clientNotFound: (clientId: string) =>
     new AppError(404, 'CLIENT_NOT_FOUND', `This workplace has no client '${clientId}'.`, {
       oauthError: 'invalid_client_id',
@@ -113,10 +115,6 @@ export const errors = {
       `Bodies must be sent as application/json${contentType ? `, not ${contentType}` : ''}.`,
       { oauthError: 'invalid_request' },
     ),
-  notImplemented: (operationId: string) =>
-    new AppError(501, 'NOT_IMPLEMENTED', `Operation ${operationId} is not implemented yet.`, {
-      oauthError: 'not_implemented',
-    }),
   serviceUnavailable: (message: string, cause?: unknown) =>
     new AppError(503, 'SERVICE_UNAVAILABLE', message, {
       oauthError: 'temporarily_unavailable',
@@ -248,6 +246,6 @@ function fromAjvErrors(list: AjvErrorLike[], context: unknown): FieldError[] {
   });
 }
 
-function escapePointer(s: string): string {
+export function escapePointer(s: string): string {
   return s.replace(/~/g, '~0').replace(/\//g, '~1');
 }

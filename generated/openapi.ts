@@ -470,13 +470,20 @@ export interface paths {
         };
         /**
          * List available connectors
-         * @description Every connector of the workplace, oldest first (then by `id`), in the `items` envelope the interface defines.
+         * @description Every connector of the workplace, oldest first (then by `id`), in the `items` envelope
+         *     the interface defines. A workplace holds at most 1,000 connectors, so the list is never
+         *     paged.
          */
         get: operations["listConnectors"];
         put?: never;
         /**
          * Create a connector
-         * @description Stores the connector; the server generates its `id`.
+         * @description Stores the connector and answers `201` with it as stored: the server generates `id`
+         *     (and refuses one in the body), fills in `description` and `image` (`""`) and `owner`
+         *     (the caller's identity) when they are left out, and keeps everything else exactly as
+         *     sent. See `ConnectorInput` for the rules beyond the JSON shape; a connector that breaks
+         *     one answers `400` with the field in `errors[].path`. A workplace holds at most 1,000
+         *     connectors.
          */
         post: operations["createConnector"];
         delete?: never;
@@ -501,10 +508,17 @@ export interface paths {
         put?: never;
         /**
          * Update a connector
-         * @description Replaces the connector's fields with the ones sent; `id` stays.
+         * @description **Replaces** the connector with the one sent, as create would store it: fields left out
+         *     take their defaults (`description` and `image` become `""`), except `id`, which stays
+         *     (a body `id` must equal the path's), and `owner`, which keeps its stored value when left
+         *     out. `version` is stored as given; the server does not check or increment it. `404`
+         *     for an unknown `id`.
          */
         post: operations["updateConnector"];
-        /** Delete a connector */
+        /**
+         * Delete a connector
+         * @description Deletes the connector (`204`); `404` for an unknown `id`.
+         */
         delete: operations["deleteConnector"];
         options?: never;
         head?: never;
@@ -525,7 +539,7 @@ export interface components {
          * @example byEmail
          */
         IndexName: string;
-        /** @description Server-generated identifier. */
+        /** @description Server-generated identifier (a UUID). */
         ConnectorId: string;
         /** @description The client identifier generated at registration. */
         ClientId: string;
@@ -540,7 +554,7 @@ export interface components {
          * @description Stable machine-readable error codes of `Problem.code`.
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "INVALID_JSON" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "ROUTE_NOT_FOUND" | "WORKPLACE_NOT_FOUND" | "COLLECTION_NOT_FOUND" | "INDEX_NOT_FOUND" | "CONNECTOR_NOT_FOUND" | "CLIENT_NOT_FOUND" | "WORKPLACE_EXISTS" | "COLLECTION_EXISTS" | "INDEX_EXISTS" | "DUPLICATE_KEY" | "INVALID_QUERY" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "NOT_IMPLEMENTED" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "VALIDATION_FAILED" | "INVALID_JSON" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "ROUTE_NOT_FOUND" | "WORKPLACE_NOT_FOUND" | "COLLECTION_NOT_FOUND" | "INDEX_NOT_FOUND" | "CONNECTOR_NOT_FOUND" | "CLIENT_NOT_FOUND" | "WORKPLACE_EXISTS" | "COLLECTION_EXISTS" | "INDEX_EXISTS" | "DUPLICATE_KEY" | "INVALID_QUERY" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
         /** @description RFC 9457 problem details. */
         Problem: {
             /** @description Always `about:blank`; `code` tells the problems apart. */
@@ -569,7 +583,7 @@ export interface components {
         /** @description OAuth 2.0 error (RFC 6749 section 5.2, RFC 7591 section 3.2.2). */
         OAuthError: {
             /** @enum {string} */
-            error: "invalid_request" | "invalid_token" | "invalid_client_metadata" | "invalid_redirect_uri" | "invalid_client_id" | "server_error" | "temporarily_unavailable" | "not_implemented";
+            error: "invalid_request" | "invalid_token" | "invalid_client_metadata" | "invalid_redirect_uri" | "invalid_client_id" | "server_error" | "temporarily_unavailable";
             error_description?: string;
         };
         Health: {
@@ -851,56 +865,109 @@ export interface components {
                 deletedCount: number;
             };
         };
+        /**
+         * @description A method of RFC 9110 (or PATCH, RFC 5789), in upper case: method names are
+         *     case-sensitive, so `post` is refused rather than guessed.
+         * @enum {string}
+         */
+        HttpMethod: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" | "TRACE" | "CONNECT";
+        /** @description One operation of the connector. */
         Method: {
+            /** @description Shown to users. */
             title: string;
-            /** @description Unique within the connector; keys of `dataMapping.input` and `output`. */
+            /**
+             * @description The method's key: unique within the connector, and what `dataMapping.input` and
+             *     `dataMapping.output` are keyed by. A letter or digit, then letters, digits, `_`, `.`,
+             *     `:` or `-`.
+             */
             value: string;
-            http_methods: ("GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS" | "TRACE" | "CONNECT")[];
+            http_methods: components["schemas"]["HttpMethod"][];
         };
-        /** @description Presentation hints for a form field. */
+        /**
+         * @description How a leaf field is presented on a form. Every member is optional and stored exactly as
+         *     sent.
+         */
         Presenter: {
             title?: string;
             desc?: string;
+            /** @description The UI component that renders the field, such as `input`, `select` or `textarea`. */
             component?: string;
+            /** @description Visibility conditions; any JSON object, stored as sent. */
             visible?: Record<string, never>;
-            tags?: unknown[];
+            tags?: string[];
+            /** @description Position among sibling fields. */
             order?: number;
+            /** @description Whether the field takes several values. */
             multi?: boolean;
-            /** @description Any JSON value, including `null`. */
+            /** @description The field's default; any JSON value, including `null`. */
             default?: unknown;
+            /** @description Allowed values (for a select, say); any JSON values. */
             values?: unknown[];
         };
+        /**
+         * @description One node of a data mapping: a field and, for `object`, its children. Besides this
+         *     shape the server enforces (`400` naming the field):
+         *
+         *     - `properties` belongs to `object` nodes, and every `object` node has it (it may be
+         *       `{}`); `items` belongs to `array` nodes (optional there).
+         *     - `presenter` belongs to leaves (every type except `object`).
+         *     - Nodes nest at most 16 deep (a method's root node is depth 1), and a connector holds at
+         *       most 5,000 nodes in all.
+         */
         SchemaNode: {
             /** @enum {string} */
             type: "object" | "array" | "string" | "number" | "integer" | "boolean";
+            /** @description Whether the field must be given. Stored as sent; absent means not required. */
             required?: boolean;
-            /** @description Child nodes keyed by property name. */
+            /** @description Child nodes keyed by field name (1-128 characters), at most 200 per node. */
             properties?: {
                 [key: string]: components["schemas"]["SchemaNode"];
             };
             items?: components["schemas"]["SchemaNode"];
             presenter?: components["schemas"]["Presenter"];
         };
-        /** @description Schema nodes keyed by a method `value`. */
+        /** @description Schema nodes keyed by a method `value`; every key must name a method of the connector. */
         MappingByMethod: {
             [key: string]: components["schemas"]["SchemaNode"];
         };
+        /**
+         * @description What each method takes (`input`) and gives (`output`). A method may have no entry in
+         *     either.
+         */
         DataMapping: {
             input: components["schemas"]["MappingByMethod"];
             output: components["schemas"]["MappingByMethod"];
         };
+        /**
+         * @description A connector as sent on create and update. It is stored exactly as sent (key order
+         *     included) with the defaults below filled in; nothing inside `methods` or `dataMapping`
+         *     is added or normalised. At most 1 MiB of JSON.
+         *
+         *     - `id` is generated by the server: leave it out on create; on update it may be sent
+         *       (so that a listed connector can be posted back as is) but must equal the path's `id`.
+         *     - `owner` defaults, on create, to the caller's identity (`admin` for the admin token);
+         *       on update an omitted `owner` keeps the stored one.
+         *     - Method `value`s are unique, and every key of `dataMapping.input` and
+         *       `dataMapping.output` names one of them.
+         */
         ConnectorInput: {
+            id?: components["schemas"]["ConnectorId"];
             name: string;
             /** @description Default `""`. */
             description?: string;
-            /** @description Image reference; may be empty. Default `""`. */
+            /** @description An image reference (a URL, a data URI or a registry name); may be empty. Default `""`. */
             image?: string;
-            /** @description Default the caller's identity. */
+            /** @description Default the caller's identity (see above). */
             owner?: string;
+            /**
+             * @description Any version label (for example `1.4.0`); stored and returned as given. The server
+             *     does not interpret or increment it.
+             */
             version: string;
             methods: components["schemas"]["Method"][];
             dataMapping: components["schemas"]["DataMapping"];
         };
+        /** @description A stored connector, as listed. */
         Connector: {
             id: components["schemas"]["ConnectorId"];
             name: string;
@@ -994,15 +1061,6 @@ export interface components {
         };
         /** @description An unexpected failure (`INTERNAL_ERROR`); the body says nothing internal, the log has the cause. */
         InternalError: {
-            headers: {
-                [name: string]: unknown;
-            };
-            content: {
-                "application/problem+json": components["schemas"]["Problem"];
-            };
-        };
-        /** @description The operation is part of the contract but not implemented yet (`NOT_IMPLEMENTED`). */
-        NotImplemented: {
             headers: {
                 [name: string]: unknown;
             };
@@ -1820,7 +1878,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1855,7 +1912,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1892,7 +1948,6 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1921,7 +1976,6 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
-            501: components["responses"]["NotImplemented"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };

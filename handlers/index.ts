@@ -18,6 +18,6 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...collectionHandlers(deps),
     ...indexHandlers(deps),
     ...documentHandlers(deps),
-    ...connectorHandlers(),
+    ...connectorHandlers(deps),
   };
 }

@@ -18,7 +18,7 @@ import { type AppError, errors, toAppError } from './errors.js';
 import { createHandlers } from './handlers/index.js';
 import type { Caller, Handler, Handlers, Input, OperationId } from './handlers/types.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
-import { type Authenticator, createAuthenticators } from './security.js';
+import { type Authenticator, authorize, createAuthenticators } from './security.js';
 import { loadSpec, type OpenApiDocument, type SpecOperation, specOperations } from './spec.js';
 
 declare module 'fastify' {
@@ -120,6 +120,12 @@ function authenticatorFor(op: SpecOperation, authenticators: Record<string, Auth
   return authenticate;
 }
 
+/** The workplace an operation acts on: its `name` path parameter, if it has one. */
+function workplaceOf(request: FastifyRequest): string | undefined {
+  const name = (request.params as { name?: unknown } | undefined)?.name;
+  return typeof name === 'string' ? name : undefined;
+}
+
 function toRouteHandler<Op extends OperationId>(handler: Handler<Op>) {
   return async (request: FastifyRequest, reply: FastifyReply) => {
     const input = {
@@ -151,6 +157,12 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const handlers: Handlers = createHandlers({ sql: deps.sql, statistics });
   const authenticators = createAuthenticators({ sql: deps.sql, adminTokenHash: deps.adminTokenHash });
 
+  const unclassified = [...operations.values()].filter(
+    (op) => op.security.some((r) => 'XAuthToken' in r) && op.access === undefined,
+  );
+  if (unclassified.length) {
+    throw new Error(`Operations without x-access: ${unclassified.map((op) => op.operationId).join(', ')}`);
+  }
   const missing = [...operations.keys()].filter((id) => !(id in handlers));
   const extra = Object.keys(handlers).filter((id) => !operations.has(id));
   if (missing.length || extra.length) {
@@ -222,6 +234,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
           ? {
               onRequest: async (request: FastifyRequest) => {
                 request.caller = await authenticate(request);
+                if (op.access) authorize(request.caller, op.access, workplaceOf(request));
               },
             }
           : {}),

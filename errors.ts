@@ -98,6 +98,7 @@ export const errors = {
   indexExists: (name: string) => new AppError(409, 'INDEX_EXISTS', `Index '${name}' already exists.`),
   connectorNotFound: (id: string) =>
     new AppError(404, 'CONNECTOR_NOT_FOUND', `Connector '${id}' does not exist in this workplace.`),
+  tokenNotFound: (id: string) => new AppError(404, 'TOKEN_NOT_FOUND', `There is no scoped token '${id}'.`),
   clientNotFound: (clientId: string) =>
     new AppError(404, 'CLIENT_NOT_FOUND', `This workplace has no client '${clientId}'.`, {
       oauthError: 'invalid_client_id',

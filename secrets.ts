@@ -1,7 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /** Recognisable prefixes, so that secret scanners can find leaked tokens. */
-export const TOKEN_PREFIX = { admin: 'wpa', oidc: 'wpo', clientSecret: 'wpcs' } as const;
+export const TOKEN_PREFIX = { admin: 'wpa', scoped: 'wpt', oidc: 'wpo', clientSecret: 'wpcs' } as const;
 
 /** 256 bits from the CSPRNG, URL-safe, behind a recognisable prefix. */
 export function generateSecret(prefix: string): string {

@@ -1,9 +1,10 @@
 import type { FastifyRequest } from 'fastify';
 import type { Sql } from './db/sql.js';
-import { findOidcToken } from './db/tokens.js';
+import { findOidcToken, findScopedToken, touchScopedToken } from './db/tokens.js';
 import { errors } from './errors.js';
 import type { Caller } from './handlers/types.js';
-import { generateSecret, secretMatchesHash, secretsEqual } from './secrets.js';
+import { generateSecret, hashSecret, secretMatchesHash, secretsEqual, TOKEN_PREFIX } from './secrets.js';
+import type { Access } from './spec.js';
 
 export type Authenticator = (request: FastifyRequest) => Promise<Caller>;
 
@@ -12,6 +13,9 @@ export interface SecurityDeps {
   /** SHA-256 of the admin token. */
   adminTokenHash: Buffer;
 }
+
+/** How often last_used_at of a scoped token may be written. */
+export const LAST_USED_INTERVAL_SECONDS = 60;
 
 const BEARER = /^Bearer +([\x21-\x7E]+) *$/i;
 const WORKPLACE_NAME = /^[A-Za-z]{1,64}$/;
@@ -26,12 +30,37 @@ function header(request: FastifyRequest, name: string): string | undefined {
  * is parsed or validated, so an unauthenticated caller learns nothing about the request's shape.
  */
 export function createAuthenticators({ sql, adminTokenHash }: SecurityDeps): Record<string, Authenticator> {
+  const lastTouched = new Map<string, number>();
+  /** last_used_at, written at most once a minute per token and process, never awaited by the request. */
+  const noteUse = (request: FastifyRequest, tokenId: string) => {
+    const now = Date.now();
+    if (now - (lastTouched.get(tokenId) ?? 0) < LAST_USED_INTERVAL_SECONDS * 1000) return;
+    lastTouched.set(tokenId, now);
+    if (lastTouched.size > 10_000) lastTouched.clear();
+    touchScopedToken(sql, tokenId, LAST_USED_INTERVAL_SECONDS).catch((err) =>
+      request.log.warn({ err }, 'could not record the last use of a token'),
+    );
+  };
+
   const xAuthToken: Authenticator = async (request) => {
     const token = header(request, 'x-auth-token');
     if (!token) throw errors.unauthorized('The X-Auth-Token header is missing.');
-    if (!secretMatchesHash(token, adminTokenHash))
-      throw errors.unauthorized('The X-Auth-Token is not valid.');
-    return { kind: 'admin' };
+    if (secretMatchesHash(token, adminTokenHash)) return { kind: 'admin' };
+    // Looked up by its SHA-256: the database compares hashes, never the secret.
+    const row = token.startsWith(`${TOKEN_PREFIX.scoped}_`)
+      ? await findScopedToken(sql, hashSecret(token))
+      : undefined;
+    if (!row) throw errors.unauthorized('The X-Auth-Token is not valid.');
+    if (row.revoked_at) throw errors.unauthorized('The X-Auth-Token has been revoked.');
+    if (row.expired) throw errors.unauthorized('The X-Auth-Token has expired.');
+    noteUse(request, row.id);
+    return {
+      kind: 'scoped',
+      tokenId: row.id,
+      prefix: row.prefix,
+      access: row.access,
+      workplaces: new Set(row.workplaces),
+    };
   };
 
   // Compared against when the workplace is unknown, so that timing does not reveal which exist.
@@ -58,4 +87,18 @@ export function createAuthenticators({ sql, adminTokenHash }: SecurityDeps): Rec
   };
 
   return { XAuthToken: xAuthToken, OidcToken: oidcToken, OidcTokenAuthorization: oidcToken };
+}
+
+/**
+ * Whether the caller may run an operation that needs `access` on `workplace` (the path's `name`,
+ * if it has one). A workplace outside a scoped token's scope is reported as not found, so that a
+ * token learns nothing about other tenants; a token in scope without the access gets 403.
+ */
+export function authorize(caller: Caller, access: Access, workplace: string | undefined): void {
+  if (caller.kind !== 'scoped') return;
+  if (workplace !== undefined && !caller.workplaces.has(workplace)) throw errors.workplaceNotFound(workplace);
+  if (access === 'admin') throw errors.forbidden('This operation needs the admin token.');
+  if (access === 'write' && caller.access !== 'read_write') {
+    throw errors.forbidden('This token is read-only; the operation needs a read_write token.');
+  }
 }

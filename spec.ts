@@ -16,14 +16,25 @@ export interface SpecOperation {
   /** Alternatives, in order; `[]` means public. */
   security: SecurityRequirement[];
   bodyRequired: boolean;
+  /** What an X-Auth-Token must allow (`x-access`); undefined on operations that do not take one. */
+  access: Access | undefined;
 }
+
+/** `x-access` of an operation: what a scoped token needs to call it. */
+export type Access = 'read' | 'write' | 'admin';
+const ACCESS_VALUES: readonly string[] = ['read', 'write', 'admin'];
 
 export interface OpenApiDocument {
   paths: Record<
     string,
     Record<
       string,
-      { operationId?: string; security?: SecurityRequirement[]; requestBody?: { required?: boolean } }
+      {
+        operationId?: string;
+        security?: SecurityRequirement[];
+        requestBody?: { required?: boolean };
+        'x-access'?: unknown;
+      }
     >
   >;
   security?: SecurityRequirement[];
@@ -43,12 +54,16 @@ export function specOperations(spec: OpenApiDocument): SpecOperation[] {
       const op = item[method];
       if (!op) continue;
       if (!op.operationId) throw new Error(`${method.toUpperCase()} ${path} has no operationId`);
+      const access = op['x-access'];
+      if (access !== undefined && !ACCESS_VALUES.includes(String(access)))
+        throw new Error(`${op.operationId} has x-access ${String(access)}; use read, write or admin`);
       ops.push({
         operationId: op.operationId,
         method: method.toUpperCase(),
         path,
         security: op.security ?? spec.security ?? [],
         bodyRequired: op.requestBody?.required === true,
+        access: access as Access | undefined,
       });
     }
   }

@@ -91,6 +91,59 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List scoped tokens
+         * @description Every scoped token, newest first, revoked ones included (with `revoked_at`). Secrets are
+         *     never shown: `prefix` (the first 12 characters) identifies a token. At most 1,000 are
+         *     listed.
+         */
+        get: operations["listTokens"];
+        put?: never;
+        /**
+         * Issue a scoped token
+         * @description Issues a token bound to the named workplaces (which must exist) and answers `201` with
+         *     it. The secret (`token`: `wpt_` + 256 random bits, URL-safe) is shown this once; only its
+         *     SHA-256 hash is stored. Deleting a workplace removes it from every token's scope.
+         */
+        post: operations["createToken"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/tokens/{token_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The token's id (not its secret). */
+                token_id: components["parameters"]["TokenId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke a scoped token
+         * @description Revokes the token: from this moment it gets `401`. Answers `204`, also for a token that
+         *     was already revoked; `404 TOKEN_NOT_FOUND` for an unknown id. The token stays in the list
+         *     with `revoked_at`.
+         */
+        delete: operations["revokeToken"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workplaces/{name}/oidc": {
         parameters: {
             query?: never;
@@ -554,7 +607,7 @@ export interface components {
          * @description Stable machine-readable error codes of `Problem.code`.
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "INVALID_JSON" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "ROUTE_NOT_FOUND" | "WORKPLACE_NOT_FOUND" | "COLLECTION_NOT_FOUND" | "INDEX_NOT_FOUND" | "CONNECTOR_NOT_FOUND" | "CLIENT_NOT_FOUND" | "WORKPLACE_EXISTS" | "COLLECTION_EXISTS" | "INDEX_EXISTS" | "DUPLICATE_KEY" | "INVALID_QUERY" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "VALIDATION_FAILED" | "INVALID_JSON" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "ROUTE_NOT_FOUND" | "WORKPLACE_NOT_FOUND" | "COLLECTION_NOT_FOUND" | "INDEX_NOT_FOUND" | "CONNECTOR_NOT_FOUND" | "CLIENT_NOT_FOUND" | "TOKEN_NOT_FOUND" | "WORKPLACE_EXISTS" | "COLLECTION_EXISTS" | "INDEX_EXISTS" | "DUPLICATE_KEY" | "INVALID_QUERY" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
         /** @description RFC 9457 problem details. */
         Problem: {
             /** @description Always `about:blank`; `code` tells the problems apart. */
@@ -602,6 +655,48 @@ export interface components {
         };
         WorkplaceEnvelope: {
             result: components["schemas"]["Workplace"];
+        };
+        /**
+         * @description `read`: operations with `x-access: read`. `read_write`: also `x-access: write`.
+         * @enum {string}
+         */
+        TokenAccess: "read" | "read_write";
+        TokenCreate: {
+            /** @description What the token is for. Default `""`. */
+            label?: string;
+            /** @description The workplaces the token may act on; each must exist. */
+            workplaces: components["schemas"]["Name"][];
+            access: components["schemas"]["TokenAccess"];
+            /**
+             * Format: date-time
+             * @description When the token stops working; in the future. Default never.
+             */
+            expires_at?: string;
+        };
+        Token: {
+            /** Format: uuid */
+            id: string;
+            /** @description The first 12 characters of the secret (`wpt_` and 8 more), to recognise it. */
+            prefix: string;
+            label: string;
+            /** @description The workplaces in scope (deleted ones drop out). */
+            workplaces: components["schemas"]["Name"][];
+            access: components["schemas"]["TokenAccess"];
+            created_at: components["schemas"]["Timestamp"];
+            expires_at: components["schemas"]["Timestamp"] | null;
+            /** @description Updated at most once a minute per token, so it may lag by that much. */
+            last_used_at: components["schemas"]["Timestamp"] | null;
+            revoked_at: components["schemas"]["Timestamp"] | null;
+        };
+        TokenCreated: components["schemas"]["Token"] & {
+            /** @description The secret, `wpt_` + 256 random bits; shown only here. */
+            token: string;
+        };
+        TokenCreatedEnvelope: {
+            result: components["schemas"]["TokenCreated"];
+        };
+        TokenListEnvelope: {
+            result: components["schemas"]["Token"][];
         };
         OidcSettings: {
             /** @description The collection that stores the users who sign in. Default `users`. */
@@ -1018,8 +1113,22 @@ export interface components {
             };
         };
         /**
+         * @description The token is valid but may not do this (`FORBIDDEN`): a read-only token on an operation
+         *     that writes (or reveals a secret), or a scoped token on an admin-only operation.
+         */
+        Forbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description The workplace (`WORKPLACE_NOT_FOUND`), collection (`COLLECTION_NOT_FOUND`), index
-         *     (`INDEX_NOT_FOUND`) or connector (`CONNECTOR_NOT_FOUND`) does not exist.
+         *     (`INDEX_NOT_FOUND`), connector (`CONNECTOR_NOT_FOUND`) or token (`TOKEN_NOT_FOUND`) does
+         *     not exist. A workplace outside a scoped token's scope answers `WORKPLACE_NOT_FOUND` too,
+         *     so that a token cannot learn which other workplaces exist.
          */
         NotFound: {
             headers: {
@@ -1156,6 +1265,8 @@ export interface components {
         IndexName: components["schemas"]["IndexName"];
         /** @description The connector identifier, as generated by the server. */
         ConnectorId: components["schemas"]["ConnectorId"];
+        /** @description The token's id (not its secret). */
+        TokenId: string;
         /** @description Selects one client; its presence switches the operation (see the description). */
         ClientIdSelect: components["schemas"]["ClientId"];
         /** @description The client to act on. */
@@ -1221,6 +1332,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1251,6 +1363,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1277,6 +1390,90 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listTokens: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The tokens. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenListEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["TokenCreate"];
+            };
+        };
+        responses: {
+            /** @description The token, with its secret shown this once. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TokenCreatedEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeToken: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The token's id (not its secret). */
+                token_id: components["parameters"]["TokenId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The token is revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1305,6 +1502,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1337,6 +1535,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1371,6 +1570,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             415: components["responses"]["UnsupportedMediaType"];
             500: components["responses"]["InternalError"];
@@ -1506,6 +1706,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1538,6 +1739,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1569,6 +1771,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1599,6 +1802,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1633,6 +1837,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1666,6 +1871,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1700,6 +1906,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1736,6 +1943,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1773,6 +1981,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1810,6 +2019,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1846,6 +2056,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1876,6 +2087,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1908,6 +2120,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1944,6 +2157,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
@@ -1974,6 +2188,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -13,7 +13,7 @@ import type { Caller, Handler, HandlerDeps } from './types.js';
 
 /** Who `owner` defaults to: the identity behind the X-Auth-Token. */
 function ownerOf(caller: Caller): string {
-  return caller.kind === 'admin' ? 'admin' : caller.kind;
+  return caller.kind === 'scoped' ? `token:${caller.tokenId}` : caller.kind;
 }
 
 function connectorOrThrow(result: WriteResult, workplace: string, id: string) {

@@ -5,6 +5,7 @@ import { healthHandlers } from './health.js';
 import { indexHandlers } from './indexes.js';
 import { oidcClientHandlers } from './oidc-clients.js';
 import { oidcSettingsHandlers } from './oidc-settings.js';
+import { tokenHandlers } from './tokens.js';
 import type { HandlerDeps, Handlers } from './types.js';
 import { workplaceHandlers } from './workplaces.js';
 
@@ -13,6 +14,7 @@ export function createHandlers(deps: HandlerDeps): Handlers {
   return {
     ...healthHandlers(deps),
     ...workplaceHandlers(deps),
+    ...tokenHandlers(deps),
     ...oidcSettingsHandlers(deps),
     ...oidcClientHandlers(deps),
     ...collectionHandlers(deps),

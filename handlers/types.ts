@@ -1,12 +1,25 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Sql } from '../db/sql.js';
 import type { Statistics } from '../db/statistics.js';
+import type { TokenAccess } from '../db/tokens.js';
 import type { operations } from '../generated/openapi.js';
 
 export type OperationId = keyof operations;
 
 /** Who is calling, as established by the security hook before validation. */
-export type Caller = { kind: 'admin' } | { kind: 'oidc'; workplace: string } | { kind: 'anonymous' };
+export type Caller =
+  | { kind: 'admin' }
+  | {
+      kind: 'scoped';
+      tokenId: string;
+      /** The first characters of the secret: how the token is named to people. */
+      prefix: string;
+      access: TokenAccess;
+      /** Names of the workplaces in scope. */
+      workplaces: ReadonlySet<string>;
+    }
+  | { kind: 'oidc'; workplace: string }
+  | { kind: 'anonymous' };
 
 type JsonContent<T> = T extends { content: { 'application/json': infer B } } ? B : never;
 

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadSpec, type SpecOperation, specOperations } from '../../spec.js';
+import { loadSpec, specOperations } from '../../spec.js';
 import { randomName, startTestApp, type TestApp } from '../helpers/app.js';
+import { createWhatTheExampleNeeds, exampleRequest, oidcTokenOf } from '../helpers/examples.js';
 
 const spec = loadSpec();
 const ops = specOperations(spec);
@@ -11,105 +12,16 @@ let otherWorkplace: string;
 let oidcToken: string;
 let otherOidcToken: string;
 
-async function oidcTokenOf(name: string): Promise<string> {
-  const [row] = await t.sql<{ token: string }[]>`
-    select s.token from oidc_settings s join workplaces w on w.id = s.workplace_id where w.name = ${name}`;
-  if (!row) throw new Error(`no settings for ${name}`);
-  return row.token;
-}
-
 beforeAll(async () => {
   t = await startTestApp();
   workplace = await t.createWorkplace();
   otherWorkplace = await t.createWorkplace();
-  oidcToken = await oidcTokenOf(workplace);
-  otherOidcToken = await oidcTokenOf(otherWorkplace);
+  oidcToken = await oidcTokenOf(t, workplace);
+  otherOidcToken = await oidcTokenOf(t, otherWorkplace);
 });
 afterAll(async () => {
   await t?.close();
 });
-
-const SAMPLE_PARAMS: Record<string, string> = { storage_name: 'users', index_name: 'byEmail' };
-
-/** Ids of things the example requests act on; made up unless createWhatTheExampleNeeds made them. */
-interface SampleIds {
-  clientId: string;
-  connectorId: string;
-}
-const MADE_UP: SampleIds = { clientId: 'someclient', connectorId: 'abc' };
-
-/** A request that passes validation: path parameters filled in and the spec's own example as the body. */
-function validRequest(op: SpecOperation, name: string, ids: SampleIds = MADE_UP) {
-  const url = op.path.replace(/\{(\w+)\}/g, (_m, p: string) =>
-    p === 'name' ? name : p === 'id' ? ids.connectorId : (SAMPLE_PARAMS[p] ?? 'x'),
-  );
-  const operation = (spec.paths[op.path] as Record<string, Record<string, unknown>>)[
-    op.method.toLowerCase()
-  ] as {
-    requestBody?: {
-      content: Record<string, { examples?: Record<string, { value?: unknown; $ref?: string }> }>;
-    };
-  };
-  const example = Object.values(operation.requestBody?.content['application/json']?.examples ?? {})[0];
-  let body = example?.value;
-  if (example?.$ref) {
-    const key = example.$ref.split('/').pop() as string;
-    body = (spec.components as unknown as { examples: Record<string, { value: unknown }> }).examples[key]
-      ?.value;
-  }
-  const query = op.operationId === 'deleteClient' ? `?client_id=${ids.clientId}` : '';
-  return {
-    method: op.method as 'GET' | 'POST' | 'DELETE',
-    url: url + query,
-    ...(body !== undefined ? { body } : {}),
-  };
-}
-
-/** A client registered in the workplace, for the operations that act on one. */
-async function registerSampleClient(name: string): Promise<string> {
-  const res = await t.request({
-    method: 'POST',
-    url: `/oidc/${name}/oidc/registration`,
-    token: null,
-    headers: { authorizarion: `Bearer ${await oidcTokenOf(name)}` },
-    body: { redirect_uris: ['https://app.example/cb'] },
-  });
-  if (res.status !== 201) throw new Error(`could not register the sample client: ${res.text}`);
-  return res.body.result.client_id;
-}
-
-/** The example connector, created in the workplace, for the operations that act on one. */
-async function createSampleConnector(name: string): Promise<string> {
-  const example = (spec.components as unknown as { examples: Record<string, { value: unknown }> }).examples
-    .Connector?.value;
-  const res = await t.request({ method: 'POST', url: `/v1/workplaces/${name}/connectors`, body: example });
-  if (res.status !== 201) throw new Error(`could not create the sample connector: ${res.text}`);
-  return res.body.result.id;
-}
-
-/** Whatever the operation's example request acts on: a client, a connector, a collection, an index. */
-async function createWhatTheExampleNeeds(op: SpecOperation, name: string): Promise<SampleIds> {
-  const ids = { ...MADE_UP };
-  if (op.path.startsWith('/oidc/')) ids.clientId = await registerSampleClient(name);
-  if (op.path.includes('/connectors/{id}')) ids.connectorId = await createSampleConnector(name);
-  if (op.path.includes('{storage_name}')) await createSampleCollection(op, name);
-  return ids;
-}
-
-/** The collection and index that SAMPLE_PARAMS name. */
-async function createSampleCollection(op: SpecOperation, name: string) {
-  const storages = `/v1/workplaces/${name}/storages`;
-  const res = await t.request({ method: 'POST', url: storages, body: { name: SAMPLE_PARAMS.storage_name } });
-  if (res.status !== 201) throw new Error(`could not create the sample collection: ${res.text}`);
-  if (op.path.includes('{index_name}')) {
-    const ix = await t.request({
-      method: 'POST',
-      url: `${storages}/${SAMPLE_PARAMS.storage_name}/indexes`,
-      body: { name: SAMPLE_PARAMS.index_name, key: ['email'] },
-    });
-    if (ix.status !== 201) throw new Error(`could not create the sample index: ${ix.text}`);
-  }
-}
 
 describe('every operation of the contract', () => {
   it('is implemented: none declares 501', () => {
@@ -127,13 +39,13 @@ describe('every operation of the contract', () => {
     async (_id, op) => {
       // A workplace of its own, since some of these delete what they touch.
       const own = await t.createWorkplace();
-      const ids = await createWhatTheExampleNeeds(op, own);
+      const ids = await createWhatTheExampleNeeds(t, op, own);
       const isOidc = op.path.startsWith('/oidc/');
-      const request = validRequest(op, own, ids);
+      const request = exampleRequest(op, own, ids);
       const res = await t.request({
         ...request,
         ...(op.operationId === 'createWorkplace' ? { body: { name: randomName() } } : {}),
-        ...(isOidc ? { token: null, headers: { authorizarion: `Bearer ${await oidcTokenOf(own)}` } } : {}),
+        ...(isOidc ? { token: null, headers: { authorizarion: `Bearer ${await oidcTokenOf(t, own)}` } } : {}),
       });
       expect(res.status, res.text).toBeLessThan(300);
     },
@@ -163,7 +75,7 @@ describe('the /oidc client routes authenticate with the workplace OIDC token', (
   ];
   for (const op of oidcOps) {
     it.each(rejected)(`${op.operationId} with %s is 401 invalid_token`, async (_label, headers) => {
-      const res = await t.request({ ...validRequest(op, workplace), token: null, headers: headers() });
+      const res = await t.request({ ...exampleRequest(op, workplace), token: null, headers: headers() });
       expect(res.status).toBe(401);
       expect(res.headers['www-authenticate']).toBe('Bearer error="invalid_token"');
       expect(res.body).toMatchObject({ error: 'invalid_token' });

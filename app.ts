@@ -18,6 +18,7 @@ import { type AppError, errors, toAppError } from './errors.js';
 import { createHandlers } from './handlers/index.js';
 import type { Caller, Handler, Handlers, Input, OperationId } from './handlers/types.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
+import { registerOidcProvider } from './oidc/routes.js';
 import { type Authenticator, authorize, createAuthenticators } from './security.js';
 import { loadSpec, type OpenApiDocument, type SpecOperation, specOperations } from './spec.js';
 
@@ -36,6 +37,11 @@ export interface AppDeps {
   logger?: FastifyBaseLogger;
   /** The parsed openapi.yaml; read from disk when omitted. */
   spec?: OpenApiDocument;
+  /**
+   * The public base URL (scheme, host, port) of the server: workplace `acme`'s OpenID Provider
+   * has the issuer `<base>/oidc/acme`. Read when a provider is built, after listen.
+   */
+  issuerBase?: () => string;
 }
 
 export const DEFAULT_BODY_LIMIT = 16 * 1024 * 1024;
@@ -258,6 +264,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       // The plugin's types demand a full RouteOptions; it merges this partial one into its own.
       return routeOptions as unknown as RouteOptions;
     },
+  });
+
+  await registerOidcProvider(app, {
+    sql: deps.sql,
+    issuerBase: deps.issuerBase ?? (() => 'http://127.0.0.1:3000'),
   });
 
   return app;

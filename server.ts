@@ -65,17 +65,21 @@ async function main(): Promise<void> {
     );
   }
 
+  // The bound port is known only after listen (PORT=0), and the issuer needs it: resolve lazily.
+  let boundPort = config.port;
   const app = await buildApp({
     sql: db.sql,
     adminTokenHash: admin.hash,
     bodyLimit: config.bodyLimit,
     logger: log,
+    issuerBase: () => publicUrlFor(config, boundPort),
   });
   await app.listen({
     port: config.port,
     host: config.host,
     listenTextResolver: (address) => {
-      const publicUrl = publicUrlFor(config, Number(new URL(address).port));
+      boundPort = Number(new URL(address).port);
+      const publicUrl = publicUrlFor(config, boundPort);
       return `Listening on ${address}; public URL ${publicUrl}, API docs at ${publicUrl}/docs`;
     },
   });

@@ -112,3 +112,17 @@ export async function deleteClient(sql: Sql, workplace: string, clientId: string
     returning 1`;
   return rows.length > 0;
 }
+
+/** A client as the OpenID Provider needs it: with the hash of its secret (never the secret). */
+export async function findClientForProvider(
+  sql: Sql,
+  workplaceId: string,
+  clientId: string,
+): Promise<(ClientRow & { secretHash: Buffer }) | undefined> {
+  const [row] = await sql.unsafe(
+    `select ${COLUMNS}, c.secret_hash from oidc_clients c where c.workplace_id = $1 and c.client_id = $2`,
+    [workplaceId, clientId],
+  );
+  if (!row) return undefined;
+  return { ...toRow(row as never), secretHash: (row as unknown as { secret_hash: Buffer }).secret_hash };
+}

@@ -303,7 +303,8 @@ describe('server.ts on the embedded database', () => {
       const messages = logLines(generated.stdout()).map((l) => l.msg);
       expect(messages).toContain('SIGTERM received; finishing in-flight requests');
       expect(messages).toContain('shut down cleanly');
-      expect(generated.stderr()).toBe('');
+      // oidc-provider 9 warns once at import on Node releases before 22 (documented in the README).
+      expect(generated.stderr().replace(/^oidc-provider WARNING: Unsupported runtime\..*\n/m, '')).toBe('');
       expect(existsSync(join(generatedDir, '.lock'))).toBe(false);
 
       const restarted = await startServer({ DATA_DIR: generatedDir });

@@ -1,0 +1,261 @@
+import type { IncomingMessage } from 'node:http';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Sql } from '../db/sql.js';
+import { type ClientView, consentPage, loginPage, messagePage } from './pages.js';
+import { verifyPassword } from './passwords.js';
+import { type ProviderEntry, ProviderRegistry } from './provider.js';
+import { LoginThrottle } from './throttle.js';
+import { findUsersByLogin, subjectOf } from './users.js';
+
+const WORKPLACE_NAME = /^[A-Za-z]{1,64}$/;
+/** The provider's endpoints below the issuer (oidc-provider's default routes, kept as they are). */
+export const PROVIDER_PATHS = [
+  '/.well-known/openid-configuration',
+  '/auth',
+  '/token',
+  '/me',
+  '/jwks',
+  '/session/end',
+  '/request',
+];
+const MAX_FORM_BYTES = 16 * 1024;
+/** The same answer for an unknown user and a wrong password. */
+const WRONG_CREDENTIALS = 'The e-mail, username or password is not correct.';
+
+function readForm(req: IncomingMessage): Promise<URLSearchParams> {
+  return new Promise((resolve, reject) => {
+    let size = 0;
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_FORM_BYTES) {
+        reject(new Error('form too large'));
+        req.destroy();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('end', () => resolve(new URLSearchParams(Buffer.concat(chunks).toString('utf8'))));
+    req.on('error', reject);
+  });
+}
+
+function html(reply: FastifyReply, status: number, body: string) {
+  return reply
+    .code(status)
+    .header('cache-control', 'no-store')
+    .header('x-frame-options', 'DENY')
+    .header(
+      'content-security-policy',
+      "default-src 'none'; style-src 'unsafe-inline'; img-src https: http:; form-action 'self'; frame-ancestors 'none'",
+    )
+    .type('text/html; charset=utf-8')
+    .send(body);
+}
+
+function clientView(
+  client: { clientId: string; metadata(): Record<string, unknown> } | undefined,
+): ClientView {
+  const m = (client?.metadata() ?? {}) as Record<string, string | undefined>;
+  return {
+    client_id: client?.clientId ?? 'unknown client',
+    client_name: m.client_name,
+    logo_uri: m.logo_uri,
+    tos_uri: m.tos_uri,
+    policy_uri: m.policy_uri,
+    contacts: (m as unknown as { contacts?: string[] }).contacts,
+  };
+}
+
+/**
+ * The OpenID Provider of every workplace under /oidc/{name}: oidc-provider serves the protocol
+ * endpoints (discovery, JWKS, authorization, token, userinfo, revocation, end-session); the
+ * sign-in and consent pages are ours. The interface's registration routes, registered elsewhere
+ * with static paths, take precedence over the catch-all here.
+ */
+export async function registerOidcProvider(
+  app: FastifyInstance,
+  deps: { sql: Sql; issuerBase: () => string },
+): Promise<ProviderRegistry> {
+  const registry = new ProviderRegistry(deps.sql, deps.issuerBase, app.log);
+  const throttle = new LoginThrottle();
+
+  async function entryFor(request: FastifyRequest, reply: FastifyReply): Promise<ProviderEntry | undefined> {
+    const { name } = request.params as { name: string };
+    const entry = WORKPLACE_NAME.test(name) ? await registry.get(name) : undefined;
+    if (!entry) {
+      reply
+        .code(404)
+        .type('application/json')
+        .send({
+          error: 'invalid_request',
+          error_description: `There is no OpenID Provider at /oidc/${name}.`,
+        });
+    }
+    return entry;
+  }
+
+  await app.register(async (scope) => {
+    // The provider reads request bodies itself; leave every body unread for it.
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
+
+    scope.get('/oidc/:name/interaction/:uid', async (request, reply) => {
+      const entry = await entryFor(request, reply);
+      if (!entry) return reply;
+      ProviderRegistry.attach(request.raw, entry);
+      let details: Awaited<ReturnType<typeof entry.provider.interactionDetails>>;
+      try {
+        details = await entry.provider.interactionDetails(request.raw, reply.raw);
+      } catch {
+        return html(
+          reply,
+          400,
+          messagePage(
+            'Sign-in expired',
+            'This sign-in link is no longer valid. Start again from the application.',
+          ),
+        );
+      }
+      const client = clientView(await entry.provider.Client.find(String(details.params.client_id)));
+      const base = `/oidc/${entry.state.workplace}/interaction/${details.uid}`;
+      if (details.prompt.name === 'login')
+        return html(reply, 200, loginPage({ action: `${base}/login`, client }));
+      const scopes = String(details.params.scope ?? 'openid')
+        .split(' ')
+        .filter(Boolean);
+      return html(reply, 200, consentPage({ action: `${base}/confirm`, client, scopes }));
+    });
+
+    scope.post('/oidc/:name/interaction/:uid/login', async (request, reply) => {
+      const entry = await entryFor(request, reply);
+      if (!entry) return reply;
+      ProviderRegistry.attach(request.raw, entry);
+      const form = await readForm(request.raw).catch(() => new URLSearchParams());
+      let details: Awaited<ReturnType<typeof entry.provider.interactionDetails>>;
+      try {
+        details = await entry.provider.interactionDetails(request.raw, reply.raw);
+      } catch {
+        return html(
+          reply,
+          400,
+          messagePage(
+            'Sign-in expired',
+            'This sign-in link is no longer valid. Start again from the application.',
+          ),
+        );
+      }
+      const client = clientView(await entry.provider.Client.find(String(details.params.client_id)));
+      const action = `/oidc/${entry.state.workplace}/interaction/${details.uid}/login`;
+      const login = (form.get('login') ?? '').trim().slice(0, 256);
+      const password = (form.get('password') ?? '').slice(0, 1024);
+      const key = `${entry.state.workplaceId}\n${login.toLowerCase()}`;
+      const wait = throttle.retryAfter(key);
+      if (wait > 0) {
+        reply.header('retry-after', String(wait));
+        return html(
+          reply,
+          429,
+          loginPage({
+            action,
+            client,
+            login,
+            error: `Too many failed attempts. Try again in ${Math.ceil(wait / 60)} minutes.`,
+          }),
+        );
+      }
+      const users = login
+        ? await findUsersByLogin(deps.sql, entry.state.workplace, entry.state.collection, login)
+        : [];
+      const user = users.length === 1 ? users[0] : undefined;
+      // Verify even when there is no such user, so that both failures take the same time.
+      const ok = (await verifyPassword(password, user?.password)) && user !== undefined;
+      const subject = user ? subjectOf(user) : undefined;
+      if (!ok || subject === undefined) {
+        throttle.failed(key);
+        return html(reply, 401, loginPage({ action, client, login, error: WRONG_CREDENTIALS }));
+      }
+      throttle.succeeded(key);
+      reply.hijack();
+      await entry.provider.interactionFinished(
+        request.raw,
+        reply.raw,
+        { login: { accountId: subject } },
+        { mergeWithLastSubmission: false },
+      );
+    });
+
+    scope.post('/oidc/:name/interaction/:uid/confirm', async (request, reply) => {
+      const entry = await entryFor(request, reply);
+      if (!entry) return reply;
+      ProviderRegistry.attach(request.raw, entry);
+      const form = await readForm(request.raw).catch(() => new URLSearchParams());
+      const { provider } = entry;
+      let details: Awaited<ReturnType<typeof provider.interactionDetails>>;
+      try {
+        details = await provider.interactionDetails(request.raw, reply.raw);
+      } catch {
+        return html(
+          reply,
+          400,
+          messagePage(
+            'Sign-in expired',
+            'This sign-in link is no longer valid. Start again from the application.',
+          ),
+        );
+      }
+      if (details.prompt.name !== 'consent' || !details.session) {
+        return html(reply, 400, messagePage('Nothing to confirm', 'Start again from the application.'));
+      }
+      if (form.get('decision') !== 'allow') {
+        reply.hijack();
+        await provider.interactionFinished(
+          request.raw,
+          reply.raw,
+          { error: 'access_denied', error_description: 'The user denied access.' },
+          { mergeWithLastSubmission: false },
+        );
+        return;
+      }
+      const grant = details.grantId
+        ? ((await provider.Grant.find(details.grantId)) ?? undefined)
+        : new provider.Grant({
+            accountId: details.session.accountId,
+            clientId: String(details.params.client_id),
+          });
+      if (!grant)
+        return html(reply, 400, messagePage('Sign-in expired', 'Start again from the application.'));
+      const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
+      if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+      if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+      const grantId = await grant.save();
+      reply.hijack();
+      await provider.interactionFinished(
+        request.raw,
+        reply.raw,
+        { consent: { grantId } },
+        { mergeWithLastSubmission: true },
+      );
+    });
+
+    scope.all('/oidc/:name/*', async (request, reply) => {
+      const { name } = request.params as { name: string };
+      const below = (request.raw.url ?? '').slice(`/oidc/${name}`.length) || '/';
+      const path = below.split('?')[0] as string;
+      if (!PROVIDER_PATHS.some((p) => path === p || path.startsWith(`${p}/`))) {
+        return reply
+          .code(404)
+          .type('application/json')
+          .send({
+            error: 'invalid_request',
+            error_description: `No route ${request.method} /oidc/${name}${path}.`,
+          });
+      }
+      const entry = await entryFor(request, reply);
+      if (!entry) return reply;
+      reply.hijack();
+      entry.serve(request.raw, reply.raw, below);
+    });
+  });
+  return registry;
+}

@@ -99,6 +99,18 @@ export const errors = {
   connectorNotFound: (id: string) =>
     new AppError(404, 'CONNECTOR_NOT_FOUND', `Connector '${id}' does not exist in this workplace.`),
   tokenNotFound: (id: string) => new AppError(404, 'TOKEN_NOT_FOUND', `There is no scoped token '${id}'.`),
+  userNotFound: (login: string) =>
+    new AppError(
+      404,
+      'USER_NOT_FOUND',
+      `No user of this workplace signs in as '${login}' (by email or username).`,
+    ),
+  loginAmbiguous: (login: string) =>
+    new AppError(
+      409,
+      'LOGIN_AMBIGUOUS',
+      `More than one user has the email or username '${login}'; make logins unique.`,
+    ),
   clientNotFound: (clientId: string) =>
     new AppError(404, 'CLIENT_NOT_FOUND', `This workplace has no client '${clientId}'.`, {
       oauthError: 'invalid_client_id',

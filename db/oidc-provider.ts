@@ -139,3 +139,22 @@ export async function revokeGrant(sql: Sql, workplaceId: string, grantId: string
 export async function purgeExpiredPayloads(sql: Sql): Promise<void> {
   await sql`delete from oidc_payloads where expires_at < now() - interval '1 minute'`;
 }
+
+export interface PublicKeyRow {
+  kid: string;
+  created_at: Date;
+  retired_at: Date | null;
+}
+
+/** The published keys without their private parts, newest first. */
+export function publishedKeyList(
+  sql: Sql,
+  workplaceId: string,
+  keepSeconds: number,
+): Promise<PublicKeyRow[]> {
+  return sql<PublicKeyRow[]>`
+    select kid, created_at, retired_at from oidc_keys
+    where workplace_id = ${workplaceId}
+      and (retired_at is null or retired_at > now() - make_interval(secs => ${keepSeconds}))
+    order by id desc`;
+}

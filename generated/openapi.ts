@@ -197,6 +197,60 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workplaces/{name}/oidc/password": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Set a user's password
+         * @description Sets the password of the user who signs in with `login`: the one document of the
+         *     workplace's users collection (the settings' `collection`) whose `email` or `username`
+         *     equals `login`. The password is hashed with scrypt and stored in the document's
+         *     `password` field as a PHC string (`$scrypt$ln=15,r=8,p=1$<salt>$<hash>`); the password
+         *     itself is never stored or logged. `404` when the collection or the user does not exist,
+         *     `409` when more than one document has that login. Answers `204`.
+         */
+        post: operations["setUserPassword"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workplaces/{name}/oidc/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Rotate the signing keys
+         * @description Generates a new RS256 key that signs every token from now on, and retires the keys in use.
+         *     Retired keys stay in the JWKS (`/oidc/{name}/jwks`) for 24 hours, the longest an ID token
+         *     can live, so tokens they signed still verify. Answers `200` with the published keys
+         *     (public parts only), newest first. No body is needed.
+         */
+        post: operations["rotateSigningKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oidc/{name}/registration": {
         parameters: {
             query?: never;
@@ -607,7 +661,7 @@ export interface components {
          * @description Stable machine-readable error codes of `Problem.code`.
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "INVALID_JSON" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "ROUTE_NOT_FOUND" | "WORKPLACE_NOT_FOUND" | "COLLECTION_NOT_FOUND" | "INDEX_NOT_FOUND" | "CONNECTOR_NOT_FOUND" | "CLIENT_NOT_FOUND" | "TOKEN_NOT_FOUND" | "WORKPLACE_EXISTS" | "COLLECTION_EXISTS" | "INDEX_EXISTS" | "DUPLICATE_KEY" | "INVALID_QUERY" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "VALIDATION_FAILED" | "INVALID_JSON" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "ROUTE_NOT_FOUND" | "WORKPLACE_NOT_FOUND" | "COLLECTION_NOT_FOUND" | "INDEX_NOT_FOUND" | "CONNECTOR_NOT_FOUND" | "CLIENT_NOT_FOUND" | "TOKEN_NOT_FOUND" | "USER_NOT_FOUND" | "LOGIN_AMBIGUOUS" | "WORKPLACE_EXISTS" | "COLLECTION_EXISTS" | "INDEX_EXISTS" | "DUPLICATE_KEY" | "INVALID_QUERY" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "RATE_LIMITED" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
         /** @description RFC 9457 problem details. */
         Problem: {
             /** @description Always `about:blank`; `code` tells the problems apart. */
@@ -697,6 +751,22 @@ export interface components {
         };
         TokenListEnvelope: {
             result: components["schemas"]["Token"][];
+        };
+        PasswordSet: {
+            /** @description The user's `email` or `username`. */
+            login: string;
+            /** @description 8 to 1,024 characters. */
+            password: string;
+        };
+        SigningKey: {
+            kid: string;
+            /** @enum {string} */
+            alg: "RS256";
+            created_at: components["schemas"]["Timestamp"];
+            retired_at: components["schemas"]["Timestamp"] | null;
+        };
+        SigningKeysEnvelope: {
+            result: components["schemas"]["SigningKey"][];
         };
         OidcSettings: {
             /** @description The collection that stores the users who sign in. Default `users`. */
@@ -1126,8 +1196,8 @@ export interface components {
         };
         /**
          * @description The workplace (`WORKPLACE_NOT_FOUND`), collection (`COLLECTION_NOT_FOUND`), index
-         *     (`INDEX_NOT_FOUND`), connector (`CONNECTOR_NOT_FOUND`) or token (`TOKEN_NOT_FOUND`) does
-         *     not exist. A workplace outside a scoped token's scope answers `WORKPLACE_NOT_FOUND` too,
+         *     (`INDEX_NOT_FOUND`), connector (`CONNECTOR_NOT_FOUND`), token (`TOKEN_NOT_FOUND`) or user
+         *     (`USER_NOT_FOUND`) does not exist. A workplace outside a scoped token's scope answers `WORKPLACE_NOT_FOUND` too,
          *     so that a token cannot learn which other workplaces exist.
          */
         NotFound: {
@@ -1140,7 +1210,8 @@ export interface components {
         };
         /**
          * @description The name is taken (`WORKPLACE_EXISTS`, `COLLECTION_EXISTS`, `INDEX_EXISTS`), or a
-         *     document violates a unique index (`DUPLICATE_KEY`, naming the key). Nothing was written.
+         *     document violates a unique index (`DUPLICATE_KEY`, naming the key), or a login names
+         *     more than one user (`LOGIN_AMBIGUOUS`). Nothing was written.
          */
         Conflict: {
             headers: {
@@ -1566,6 +1637,74 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OidcTokenEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    setUserPassword: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PasswordSet"];
+            };
+        };
+        responses: {
+            /** @description The password is set. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    rotateSigningKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["EmptyObject"];
+            };
+        };
+        responses: {
+            /** @description The published keys after the rotation. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SigningKeysEnvelope"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -1,5 +1,11 @@
+import { publishedKeyList } from '../db/oidc-provider.js';
 import { findOidcSettings, replaceOidcToken, updateOidcSettings } from '../db/oidc-settings.js';
+import { findWorkplace } from '../db/workplaces.js';
 import { errors } from '../errors.js';
+import { generateSigningKey } from '../oidc/keys.js';
+import { hashPassword } from '../oidc/passwords.js';
+import { RETIRED_KEY_SECONDS } from '../oidc/provider.js';
+import { setUserPassword as setPassword } from '../oidc/users.js';
 import { generateSecret, TOKEN_PREFIX } from '../secrets.js';
 import type { Handler, HandlerDeps } from './types.js';
 
@@ -22,5 +28,48 @@ export function oidcSettingsHandlers({ sql }: HandlerDeps) {
     return { status: 200, body: { result: { token } } };
   };
 
-  return { getOidcSettings, updateOidcSettings: updateOidcSettingsHandler, generateOidcToken };
+  const setUserPassword: Handler<'setUserPassword'> = async ({ params, body }) => {
+    const settings = await findOidcSettings(sql, params.name);
+    if (!settings) throw errors.workplaceNotFound(params.name);
+    const hash = await hashPassword(body.password);
+    const outcome = await setPassword(sql, params.name, settings.collection, body.login, hash);
+    switch (outcome) {
+      case 'set':
+        return { status: 204 };
+      case 'no-workplace':
+        throw errors.workplaceNotFound(params.name);
+      case 'no-collection':
+        throw errors.collectionNotFound(settings.collection);
+      case 'no-user':
+        throw errors.userNotFound(body.login);
+      case 'ambiguous':
+        throw errors.loginAmbiguous(body.login);
+    }
+  };
+
+  const rotateSigningKeys: Handler<'rotateSigningKeys'> = async ({ params }) => {
+    const workplace = await findWorkplace(sql, params.name);
+    if (!workplace) throw errors.workplaceNotFound(params.name);
+    await generateSigningKey(sql, workplace.id, true);
+    const keys = await publishedKeyList(sql, workplace.id, RETIRED_KEY_SECONDS);
+    return {
+      status: 200,
+      body: {
+        result: keys.map((k) => ({
+          kid: k.kid,
+          alg: 'RS256' as const,
+          created_at: k.created_at.toISOString(),
+          retired_at: k.retired_at?.toISOString() ?? null,
+        })),
+      },
+    };
+  };
+
+  return {
+    getOidcSettings,
+    updateOidcSettings: updateOidcSettingsHandler,
+    generateOidcToken,
+    setUserPassword,
+    rotateSigningKeys,
+  };
 }

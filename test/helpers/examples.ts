@@ -106,6 +106,17 @@ export async function createWhatTheExampleNeeds(
     ids.tokenId = res.body.result.id;
   }
   if (op.path.includes('{storage_name}')) await createSampleCollection(t, op, name);
+  if (op.operationId === 'setUserPassword') {
+    // The example's login, as a user of the default users collection.
+    const storages = `/v1/workplaces/${name}/storages`;
+    await t.request({ method: 'POST', url: storages, body: { name: 'users' } });
+    const res = await t.request({
+      method: 'POST',
+      url: `${storages}/users/create`,
+      body: { docs: [{ _id: 'ada', email: 'ada@acme.example', name: 'Ada' }] },
+    });
+    if (res.status !== 201) throw new Error(`could not create the sample user: ${res.text}`);
+  }
   return ids;
 }
 

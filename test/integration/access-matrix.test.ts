@@ -19,6 +19,8 @@ const ACCESS: Record<string, 'read' | 'write' | 'admin'> = {
   getOidcSettings: 'write',
   updateOidcSettings: 'write',
   generateOidcToken: 'write',
+  setUserPassword: 'write',
+  rotateSigningKeys: 'write',
   listCollections: 'read',
   createCollection: 'write',
   deleteCollection: 'write',

@@ -42,7 +42,7 @@ describe('openapi.yaml against SPEC.md and the handlers', () => {
       expect(present, `${method} ${path}`).toContain(`${method} ${path}`);
   });
 
-  it('adds nothing beyond SPEC.md but the health probes and the access tokens', () => {
+  it('adds nothing beyond SPEC.md but the health probes, access tokens and OIDC operator tools', () => {
     const specRoutes = new Set(SPEC_ROUTES.map(([m, p]) => `${m} ${p}`));
     const extra = ops.map((o) => `${o.method} ${o.path}`).filter((r) => !specRoutes.has(r));
     expect(extra.sort()).toEqual([
@@ -51,6 +51,8 @@ describe('openapi.yaml against SPEC.md and the handlers', () => {
       'GET /readyz',
       'GET /v1/tokens',
       'POST /v1/tokens',
+      'POST /v1/workplaces/{name}/oidc/keys',
+      'POST /v1/workplaces/{name}/oidc/password',
     ]);
   });
 

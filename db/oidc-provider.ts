@@ -43,10 +43,10 @@ export interface KeyRow {
 /** Keys still published: the live ones and those retired less than `keepSeconds` ago; newest first. */
 export function publishedKeys(sql: Sql, workplaceId: string, keepSeconds: number): Promise<KeyRow[]> {
   return sql<KeyRow[]>`
-    select id::text, kid, private_jwk, retired_at from oidc_keys
-    where workplace_id = ${workplaceId}
-      and (retired_at is null or retired_at > now() - make_interval(secs => ${keepSeconds}))
-    order by id desc`;
+    select k.id::text as id, k.kid, k.private_jwk, k.retired_at from oidc_keys k
+    where k.workplace_id = ${workplaceId}
+      and (k.retired_at is null or k.retired_at > now() - make_interval(secs => ${keepSeconds}))
+    order by k.id desc`;
 }
 
 /** Adds a key; with `retireOthers`, every older key is retired (rotation). */

@@ -60,10 +60,14 @@ interface ProviderRequest extends IncomingMessage {
   oidcState?: ProviderState & { workplace: string };
 }
 
-function stateOf(ctx: KoaContextWithOIDC): ProviderState & { workplace: string } {
-  const state = (ctx.req as ProviderRequest).oidcState;
-  if (!state) throw new Error('provider request without workplace state');
-  return state;
+type WorkplaceState = ProviderState & { workplace: string };
+
+/**
+ * The settings a provider works with: those read for the request at hand, or (for calls outside a
+ * request, such as saving a grant from the consent page) the latest read for its workplace.
+ */
+function stateOf(ctx: KoaContextWithOIDC | undefined, latest: { state: WorkplaceState }): WorkplaceState {
+  return (ctx?.req as ProviderRequest | undefined)?.oidcState ?? latest.state;
 }
 
 function sha256hex(value: string): string {
@@ -154,6 +158,7 @@ async function clientPayload(
     ...(m.client_uri !== undefined ? { client_uri: m.client_uri } : {}),
     ...(m.tos_uri !== undefined ? { tos_uri: m.tos_uri } : {}),
     ...(m.policy_uri !== undefined ? { policy_uri: m.policy_uri } : {}),
+    ...(m.contacts !== undefined ? { contacts: [m.contacts] } : {}),
   } as AdapterPayload;
 }
 
@@ -166,6 +171,7 @@ export interface ProviderEntry {
 
 interface Cached {
   provider: Provider;
+  latest: { state: WorkplaceState };
   callback: (req: IncomingMessage, res: ServerResponse) => void;
   key: string;
 }
@@ -203,10 +209,12 @@ export class ProviderRegistry {
     const key = `${state.workplaceId}|${state.keysVersion}|${issuer}|${state.cookieSecret}`;
     let cached = this.#cache.get(workplace);
     if (!cached || cached.key !== key) {
-      const provider = await this.build(full, issuer);
-      cached = { provider, callback: provider.callback(), key };
+      const latest = { state: full };
+      const provider = await this.build(full, issuer, latest);
+      cached = { provider, callback: provider.callback(), key, latest };
       this.#cache.set(workplace, cached);
     }
+    cached.latest.state = full;
     const { callback, provider } = cached;
     return {
       provider,
@@ -226,7 +234,11 @@ export class ProviderRegistry {
     (req as ProviderRequest).oidcState = entry.state;
   }
 
-  private async build(state: ProviderState & { workplace: string }, issuer: string): Promise<Provider> {
+  private async build(
+    state: WorkplaceState,
+    issuer: string,
+    latest: { state: WorkplaceState },
+  ): Promise<Provider> {
     const { workplace } = state;
     const keys = await publishedKeys(this.sql, state.workplaceId, RETIRED_KEY_SECONDS);
     const sql = this.sql;
@@ -235,7 +247,7 @@ export class ProviderRegistry {
       clients: [],
       jwks: { keys: keys.map((k) => k.private_jwk) as never },
       async findAccount(ctx, sub): Promise<Account | undefined> {
-        const s = stateOf(ctx);
+        const s = stateOf(ctx, latest);
         const user = await findUserBySubject(sql, s.workplace, s.collection, sub);
         if (!user || subjectOf(user) !== sub) return undefined;
         return { accountId: sub, claims: async () => claimsOf(user, sub) as never };
@@ -274,11 +286,11 @@ export class ProviderRegistry {
         },
       },
       ttl: {
-        AccessToken: (ctx) => stateOf(ctx).tokenTimeout,
-        IdToken: (ctx) => stateOf(ctx).idTokenTimeout,
-        RefreshToken: (ctx) => stateOf(ctx).refreshTimeout,
-        Session: (ctx) => stateOf(ctx).sessionTimeout,
-        Grant: (ctx) => Math.max(stateOf(ctx).refreshTimeout, stateOf(ctx).sessionTimeout),
+        AccessToken: (ctx) => stateOf(ctx, latest).tokenTimeout,
+        IdToken: (ctx) => stateOf(ctx, latest).idTokenTimeout,
+        RefreshToken: (ctx) => stateOf(ctx, latest).refreshTimeout,
+        Session: (ctx) => stateOf(ctx, latest).sessionTimeout,
+        Grant: (ctx) => Math.max(stateOf(ctx, latest).refreshTimeout, stateOf(ctx, latest).sessionTimeout),
         Interaction: 3600,
         AuthorizationCode: 60,
       },

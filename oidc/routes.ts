@@ -41,16 +41,20 @@ function readForm(req: IncomingMessage): Promise<URLSearchParams> {
 }
 
 function html(reply: FastifyReply, status: number, body: string) {
-  return reply
-    .code(status)
-    .header('cache-control', 'no-store')
-    .header('x-frame-options', 'DENY')
-    .header(
-      'content-security-policy',
-      "default-src 'none'; style-src 'unsafe-inline'; img-src https: http:; form-action 'self'; frame-ancestors 'none'",
-    )
-    .type('text/html; charset=utf-8')
-    .send(body);
+  return (
+    reply
+      .code(status)
+      .header('cache-control', 'no-store')
+      .header('x-frame-options', 'DENY')
+      // No form-action: browsers apply it to the redirects after a form post too, and the sign-in
+      // ends in a redirect to the client's own URI.
+      .header(
+        'content-security-policy',
+        "default-src 'none'; style-src 'unsafe-inline'; img-src https: http:; frame-ancestors 'none'",
+      )
+      .type('text/html; charset=utf-8')
+      .send(body)
+  );
 }
 
 function clientView(

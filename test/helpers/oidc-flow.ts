@@ -1,10 +1,11 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import { expect } from 'vitest';
 import { buildApp } from '../../app.js';
 import { migrate } from '../../db/migrate.js';
 import type { Sql } from '../../db/sql.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
-import { openTestDatabase } from './app.js';
+import { openTestDatabase, randomName } from './app.js';
 
 /** The server listening on a real port, as relying parties need it, on the suite's database. */
 export interface LiveServer {
@@ -141,4 +142,90 @@ export function hiddenInputs(html: string): Record<string, string> {
     if (name) out[name] = value ?? '';
   }
   return out;
+}
+
+export const PASSWORD = 'correct horse battery staple';
+export const REDIRECT = 'http://127.0.0.1:9/callback';
+export const AFTER_LOGOUT = 'http://127.0.0.1:9/signed-out';
+
+export interface Tenant {
+  workplace: string;
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  oidcToken: string;
+}
+
+export type TenantKit = ReturnType<typeof tenantKit>;
+
+/** Calls the API of a live server as its admin, and sets up workplaces ready to sign in to. */
+export function tenantKit(server: LiveServer) {
+  async function api(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+    const res = await fetch(`${server.base}${path}`, {
+      method,
+      headers: {
+        'x-auth-token': server.adminToken,
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? JSON.parse(text) : undefined, text };
+  }
+
+  /** A workplace with a user (ada@acme.example) and a registered client, all through the API. */
+  async function newTenant(settings: Record<string, unknown> = {}): Promise<Tenant> {
+    const workplace = randomName('op');
+    expect((await api('POST', '/v1/workplaces', { name: workplace })).status).toBe(201);
+    if (Object.keys(settings).length) {
+      expect((await api('POST', `/v1/workplaces/${workplace}/oidc`, settings)).status).toBe(200);
+    }
+    const collection = (settings.collection as string | undefined) ?? 'users';
+    expect((await api('POST', `/v1/workplaces/${workplace}/storages`, { name: collection })).status).toBe(
+      201,
+    );
+    const user = {
+      _id: 'u-ada',
+      email: 'ada@acme.example',
+      email_verified: true,
+      name: 'Ada Lovelace',
+      given_name: 'Ada',
+      username: 'ada',
+    };
+    expect(
+      (await api('POST', `/v1/workplaces/${workplace}/storages/${collection}/create`, { docs: [user] }))
+        .status,
+    ).toBe(201);
+    const pw = await api('POST', `/v1/workplaces/${workplace}/oidc/password`, {
+      login: 'ada@acme.example',
+      password: PASSWORD,
+    });
+    expect(pw.status, pw.text).toBe(204);
+    const oidcToken = (await api('GET', `/v1/workplaces/${workplace}/oidc`)).body.result.token;
+    const reg = await api(
+      'POST',
+      `/oidc/${workplace}/oidc/registration`,
+      {
+        client_name: 'Acme portal',
+        redirect_uris: [REDIRECT],
+        post_logout_redirect_uris: [AFTER_LOGOUT],
+        scope: ['email', 'profile', 'offline_access'],
+        tos_uri: 'https://acme.example/tos',
+        policy_uri: 'https://acme.example/privacy',
+        contacts: 'it@acme.example',
+      },
+      { 'x-auth-token': '', authorizarion: `Bearer ${oidcToken}` },
+    );
+    expect(reg.status, reg.text).toBe(201);
+    return {
+      workplace,
+      issuer: `${server.base}/oidc/${workplace}`,
+      clientId: reg.body.result.client_id,
+      clientSecret: reg.body.result.client_secret,
+      oidcToken,
+    };
+  }
+
+  return { api, newTenant };
 }

@@ -1,8 +1,19 @@
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { randomName } from '../helpers/app.js';
-import { Browser, formAction, hiddenInputs, type LiveServer, startLiveServer } from '../helpers/oidc-flow.js';
+import {
+  AFTER_LOGOUT,
+  Browser,
+  formAction,
+  hiddenInputs,
+  type LiveServer,
+  PASSWORD,
+  REDIRECT,
+  startLiveServer,
+  type Tenant,
+  type TenantKit,
+  tenantKit,
+} from '../helpers/oidc-flow.js';
 
 let server: LiveServer;
 beforeAll(async () => {
@@ -12,81 +23,11 @@ afterAll(async () => {
   await server?.close();
 });
 
-const PASSWORD = 'correct horse battery staple';
-const REDIRECT = 'http://127.0.0.1:9/callback';
-const AFTER_LOGOUT = 'http://127.0.0.1:9/signed-out';
-
-async function api(method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(`${server.base}${path}`, {
-    method,
-    headers: {
-      'x-auth-token': server.adminToken,
-      ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
-      ...headers,
-    },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined, text };
-}
-
-interface Tenant {
-  workplace: string;
-  issuer: string;
-  clientId: string;
-  clientSecret: string;
-  oidcToken: string;
-}
-
-/** A workplace with a user (ada@acme.example) and a registered client, all through the API. */
-async function newTenant(settings: Record<string, unknown> = {}): Promise<Tenant> {
-  const workplace = randomName('op');
-  expect((await api('POST', '/v1/workplaces', { name: workplace })).status).toBe(201);
-  if (Object.keys(settings).length) {
-    expect((await api('POST', `/v1/workplaces/${workplace}/oidc`, settings)).status).toBe(200);
-  }
-  const collection = (settings.collection as string | undefined) ?? 'users';
-  expect((await api('POST', `/v1/workplaces/${workplace}/storages`, { name: collection })).status).toBe(201);
-  const user = {
-    _id: 'u-ada',
-    email: 'ada@acme.example',
-    email_verified: true,
-    name: 'Ada Lovelace',
-    given_name: 'Ada',
-    username: 'ada',
-  };
-  expect(
-    (await api('POST', `/v1/workplaces/${workplace}/storages/${collection}/create`, { docs: [user] })).status,
-  ).toBe(201);
-  const pw = await api('POST', `/v1/workplaces/${workplace}/oidc/password`, {
-    login: 'ada@acme.example',
-    password: PASSWORD,
-  });
-  expect(pw.status, pw.text).toBe(204);
-  const oidcToken = (await api('GET', `/v1/workplaces/${workplace}/oidc`)).body.result.token;
-  const reg = await api(
-    'POST',
-    `/oidc/${workplace}/oidc/registration`,
-    {
-      client_name: 'Acme portal',
-      redirect_uris: [REDIRECT],
-      post_logout_redirect_uris: [AFTER_LOGOUT],
-      scope: ['email', 'profile', 'offline_access'],
-      tos_uri: 'https://acme.example/tos',
-      policy_uri: 'https://acme.example/privacy',
-      contacts: 'it@acme.example',
-    },
-    { 'x-auth-token': '', authorizarion: `Bearer ${oidcToken}` },
-  );
-  expect(reg.status, reg.text).toBe(201);
-  return {
-    workplace,
-    issuer: `${server.base}/oidc/${workplace}`,
-    clientId: reg.body.result.client_id,
-    clientSecret: reg.body.result.client_secret,
-    oidcToken,
-  };
-}
+let api: TenantKit['api'];
+let newTenant: TenantKit['newTenant'];
+beforeAll(() => {
+  ({ api, newTenant } = tenantKit(server));
+});
 
 async function discover(t: Tenant, secret = t.clientSecret) {
   return oidc.discovery(new URL(t.issuer), t.clientId, secret, undefined, {

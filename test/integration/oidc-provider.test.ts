@@ -147,6 +147,12 @@ describe('a workplace is an OpenID Provider', () => {
     expect(refreshed.expires_in).toBe(900);
     expect((await oidc.fetchUserInfo(config, refreshed.access_token, 'u-ada')).sub).toBe('u-ada');
 
+    // Revocation (RFC 7009): a revoked refresh token no longer refreshes.
+    await oidc.tokenRevocation(config, refreshed.refresh_token as string);
+    await expect(oidc.refreshTokenGrant(config, refreshed.refresh_token as string)).rejects.toMatchObject({
+      error: 'invalid_grant',
+    });
+
     // RP-initiated logout: confirm on the provider's page, land on the registered URI.
     const logoutUrl = oidc.buildEndSessionUrl(config, {
       id_token_hint: tokens.id_token as string,

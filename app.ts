@@ -9,6 +9,7 @@ import Fastify, {
   type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
+  LogController,
   type RouteOptions,
 } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
@@ -185,7 +186,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
     // One line per request (in onResponse below) instead of Fastify's two: logging is a
     // measurable share of a small request's cost (see scripts/bench).
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     routerOptions: { ignoreTrailingSlash: false },
   });
 

@@ -13,6 +13,7 @@ import Fastify, {
   type RouteOptions,
 } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
+import { CatalogCache } from './db/catalog-cache.js';
 import type { Sql } from './db/sql.js';
 import { Statistics } from './db/statistics.js';
 import { type AppError, errors, toAppError } from './errors.js';
@@ -161,7 +162,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const statistics = new Statistics(deps.sql, (err) =>
     deps.logger?.warn({ err }, 'ANALYZE of a collection failed'),
   );
-  const handlers: Handlers = createHandlers({ sql: deps.sql, statistics });
+  const handlers: Handlers = createHandlers({
+    sql: deps.sql,
+    statistics,
+    catalog: new CatalogCache(deps.sql),
+  });
   const authenticators = createAuthenticators({ sql: deps.sql, adminTokenHash: deps.adminTokenHash });
 
   const unclassified = [...operations.values()].filter(

@@ -11,6 +11,8 @@ export interface CollectionRef {
   /** `wp_<workplace id>.c_<collection id>`, built from catalog ids only. */
   table: string;
   indexes: IndexRow[];
+  /** collections.catalog_version when this was read (see migration 0007). */
+  version: string;
 }
 
 export type IndexKey = [path: string, dir: 1 | -1][];
@@ -48,9 +50,9 @@ export async function findCollection(
   name: string,
 ): Promise<Lookup<CollectionRef>> {
   const [row] = await sql<
-    { wid: string; cid: string | null; cname: string | null; indexes: IndexRow[] | null }[]
+    { wid: string; cid: string | null; cname: string | null; version: string; indexes: IndexRow[] | null }[]
   >`
-    select w.id as wid, c.id as cid, c.name as cname,
+    select w.id as wid, c.id as cid, c.name as cname, c.catalog_version::text as version,
       (select coalesce(jsonb_agg(jsonb_build_object('id', i.id::text, 'name', i.name, 'key', i.key,
                                                     'is_unique', i.is_unique, 'multikey', i.multikey)
                                  order by i.id), '[]')
@@ -67,6 +69,7 @@ export async function findCollection(
       name: row.cname,
       table: tableOf(row.wid, row.cid),
       indexes: row.indexes ?? [],
+      version: row.version,
     },
   };
 }

@@ -98,29 +98,49 @@ export interface Statement {
 }
 
 /** The one statement a read runs; exported so tests can EXPLAIN exactly what the API executes. */
-export function readStatement(c: CollectionRef, o: ReadOptions): Statement {
+export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false): Statement {
   const params = new Params();
   const indexed = indexedPaths(c);
-  const where = compileFilter(o.filter, { params, indexed });
+  const where = guardClause(c, params, guarded) + compileFilter(o.filter, { params, indexed });
   const orderBy = compileSort(o.sort, { indexed }, params);
   const text = `select doc from ${c.table} where ${where} order by ${orderBy} offset ${params.int(o.skip)} limit ${params.int(o.limit)}`;
   return { text, values: params.values };
 }
 
-export function countStatement(c: CollectionRef, filter: Filter): Statement {
+export function countStatement(c: CollectionRef, filter: Filter, guarded = false): Statement {
   const params = new Params();
-  const where = compileFilter(filter, { params, indexed: indexedPaths(c) });
+  const where = guardClause(c, params, guarded) + compileFilter(filter, { params, indexed: indexedPaths(c) });
   return { text: `select count(*) as n from ${c.table} where ${where}`, values: params.values };
 }
 
-export async function readDocuments(sql: Sql, c: CollectionRef, o: ReadOptions): Promise<JsonObject[]> {
-  const { text, values } = readStatement(c, o);
+/**
+ * With `guarded`, the statement first checks (once, as an InitPlan) that the collection's catalog
+ * is still at `c.version`, and fails with SQLSTATE WP001 if not: the way a cached CollectionRef
+ * is used safely (db/catalog-cache.ts).
+ */
+function guardClause(c: CollectionRef, params: Params, guarded: boolean): string {
+  if (!guarded) return '';
+  return `(select mdb.assert_catalog(${params.int(Number(c.id))}, ${params.int(Number(c.version))})) and `;
+}
+
+export async function readDocuments(
+  sql: Sql,
+  c: CollectionRef,
+  o: ReadOptions,
+  guarded = false,
+): Promise<JsonObject[]> {
+  const { text, values } = readStatement(c, o, guarded);
   const rows = await sql.unsafe<{ doc: JsonObject }[]>(text, values);
   return rows.map((r) => idFirst(r.doc));
 }
 
-export async function countDocuments(sql: Sql, c: CollectionRef, filter: Filter): Promise<number> {
-  const { text, values } = countStatement(c, filter);
+export async function countDocuments(
+  sql: Sql,
+  c: CollectionRef,
+  filter: Filter,
+  guarded = false,
+): Promise<number> {
+  const { text, values } = countStatement(c, filter, guarded);
   const [row] = await sql.unsafe<{ n: string }[]>(text, values);
   return Number(row?.n ?? 0);
 }

@@ -6,7 +6,7 @@ import {
 import { errors } from '../errors.js';
 import type { Handler, HandlerDeps } from './types.js';
 
-export function collectionHandlers({ sql }: HandlerDeps) {
+export function collectionHandlers({ sql, catalog }: HandlerDeps) {
   const listCollections: Handler<'listCollections'> = async ({ params }) => {
     const names = await listCollectionRows(sql, params.name);
     if (!names) throw errors.workplaceNotFound(params.name);
@@ -24,6 +24,7 @@ export function collectionHandlers({ sql }: HandlerDeps) {
     const outcome = await deleteCollectionRow(sql, params.name, params.storage_name);
     if (!outcome.workplace) throw errors.workplaceNotFound(params.name);
     if (!outcome.found) throw errors.collectionNotFound(params.storage_name);
+    catalog.forget(params.name);
     return { status: 204 };
   };
 

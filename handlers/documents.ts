@@ -1,3 +1,4 @@
+import type { CollectionRef } from '../db/collections.js';
 import {
   countDocuments as countRows,
   DuplicateKeyError,
@@ -26,19 +27,27 @@ async function orConflict<T>(work: Promise<T>): Promise<T> {
   }
 }
 
-export function documentHandlers({ sql, statistics }: HandlerDeps) {
+export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
+  /** Reads go through the catalog cache with guarded statements; a 404 says what is missing. */
+  async function reading<T>(
+    workplace: string,
+    name: string,
+    read: (c: CollectionRef) => Promise<T>,
+  ): Promise<T> {
+    const lookup = await catalog.withCollection(workplace, name, read);
+    if (!lookup.workplace) throw errors.workplaceNotFound(workplace);
+    if (lookup.found === undefined) throw errors.collectionNotFound(name);
+    return lookup.found;
+  }
+
   const readDocuments: Handler<'readDocuments'> = async ({ params, body }) => {
     // Parse everything before touching the database, so a bad request costs no query.
     const filter = parseFilter(body.query ?? {});
     const sort = parseSort(body.sort);
     const projection = parseProjection(body.fields);
-    const c = await requireCollection(sql, params.name, params.storage_name);
-    const docs = await readRows(sql, c, {
-      filter,
-      sort,
-      skip: body.skip ?? 0,
-      limit: body.limit ?? DEFAULT_LIMIT,
-    });
+    const docs = await reading(params.name, params.storage_name, (c) =>
+      readRows(sql, c, { filter, sort, skip: body.skip ?? 0, limit: body.limit ?? DEFAULT_LIMIT }, true),
+    );
     return { status: 200, body: { result: docs.map((d) => applyProjection(d, projection)) } };
   };
 
@@ -70,8 +79,8 @@ export function documentHandlers({ sql, statistics }: HandlerDeps) {
 
   const countDocuments: Handler<'countDocuments'> = async ({ params, body }) => {
     const filter = parseFilter(body.query);
-    const c = await requireCollection(sql, params.name, params.storage_name);
-    return { status: 200, body: { result: { count: await countRows(sql, c, filter) } } };
+    const count = await reading(params.name, params.storage_name, (c) => countRows(sql, c, filter, true));
+    return { status: 200, body: { result: { count } } };
   };
 
   const deleteDocuments: Handler<'deleteDocuments'> = async ({ params, body }) => {

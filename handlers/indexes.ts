@@ -37,7 +37,7 @@ function parseKey(key: components['schemas']['IndexCreate']['key']): IndexKey {
   return out;
 }
 
-export function indexHandlers({ sql, statistics }: HandlerDeps) {
+export function indexHandlers({ sql, statistics, catalog }: HandlerDeps) {
   const listIndexes: Handler<'listIndexes'> = async ({ params }) => {
     const c = await requireCollection(sql, params.name, params.storage_name);
     const builtIn = present({ name: ID_INDEX_NAME, key: [['_id', 1]], is_unique: true });
@@ -61,6 +61,7 @@ export function indexHandlers({ sql, statistics }: HandlerDeps) {
       );
     // The new key columns have no statistics yet; without them the planner would not trust the index.
     await statistics.analyze(c.table);
+    catalog.forget(params.name);
     return { status: 201, body: { result: present(outcome.created) } };
   };
 
@@ -69,6 +70,7 @@ export function indexHandlers({ sql, statistics }: HandlerDeps) {
     if (params.index_name === ID_INDEX_NAME)
       throw errors.badRequest('The built-in _id_ index cannot be deleted.');
     if (!(await deleteIndexRow(sql, c, params.index_name))) throw errors.indexNotFound(params.index_name);
+    catalog.forget(params.name);
     return { status: 204 };
   };
 

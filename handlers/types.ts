@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
+import type { CatalogCache } from '../db/catalog-cache.js';
 import type { Sql } from '../db/sql.js';
 import type { Statistics } from '../db/statistics.js';
 import type { TokenAccess } from '../db/tokens.js';
@@ -65,4 +66,5 @@ export type Handlers = { [Op in OperationId]: Handler<Op> };
 export interface HandlerDeps {
   sql: Sql;
   statistics: Statistics;
+  catalog: CatalogCache;
 }

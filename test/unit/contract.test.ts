@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { CatalogCache } from '../../db/catalog-cache.js';
 import type { Sql } from '../../db/sql.js';
 import { Statistics } from '../../db/statistics.js';
 import { createHandlers } from '../../handlers/index.js';
@@ -58,7 +59,7 @@ describe('openapi.yaml against SPEC.md and the handlers', () => {
 
   it('has a handler for every operationId and an operationId for every handler', () => {
     const sql = {} as Sql;
-    const handlers = createHandlers({ sql, statistics: new Statistics(sql) });
+    const handlers = createHandlers({ sql, statistics: new Statistics(sql), catalog: new CatalogCache(sql) });
     expect(Object.keys(handlers).sort()).toEqual(ops.map((o) => o.operationId).sort());
   });
 

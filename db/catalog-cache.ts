@@ -1,0 +1,56 @@
+import { type CollectionRef, findCollection, type Lookup } from './collections.js';
+import type { Sql } from './sql.js';
+
+/** SQLSTATE raised by mdb.assert_catalog when a cached catalog entry is stale. */
+export const STALE_CATALOG = 'WP001';
+const MAX_ENTRIES = 10_000;
+const ATTEMPTS = 3;
+
+/**
+ * Catalog entries of collections, cached so that a read costs one round trip instead of two.
+ * Only reads use it, and every read it serves is guarded (mdb.assert_catalog): if the collection's
+ * indexes changed anywhere, in this process or another, the statement fails and is retried with
+ * a fresh entry. Writes always read the catalog afresh.
+ */
+export class CatalogCache {
+  readonly #entries = new Map<string, CollectionRef>();
+
+  constructor(private readonly sql: Sql) {}
+
+  /**
+   * Runs `read` with the collection's entry, cached when possible. `read` must run guarded
+   * statements; a stale entry is dropped and `read` runs again with a fresh one.
+   */
+  async withCollection<T>(
+    workplace: string,
+    name: string,
+    read: (c: CollectionRef) => Promise<T>,
+  ): Promise<Lookup<T>> {
+    const key = `${workplace}\n${name}`;
+    for (let attempt = 1; ; attempt++) {
+      let c = this.#entries.get(key);
+      if (!c) {
+        const lookup = await findCollection(this.sql, workplace, name);
+        if (!lookup.workplace || !lookup.found)
+          return lookup.workplace ? { workplace: true, found: undefined } : lookup;
+        c = lookup.found;
+        if (this.#entries.size >= MAX_ENTRIES) this.#entries.clear();
+        this.#entries.set(key, c);
+      }
+      try {
+        return { workplace: true, found: await read(c) };
+      } catch (err) {
+        this.#entries.delete(key);
+        const code = (err as { code?: unknown }).code;
+        // Stale: the indexes changed, or the table is gone (collection or workplace deleted).
+        const stale = code === STALE_CATALOG || code === '42P01' || code === '42703' || code === '3F000';
+        if (!stale || attempt >= ATTEMPTS) throw err;
+      }
+    }
+  }
+
+  /** Drops what this process knows of a workplace's collections (after it changed them). */
+  forget(workplace: string): void {
+    for (const key of this.#entries.keys()) if (key.startsWith(`${workplace}\n`)) this.#entries.delete(key);
+  }
+}

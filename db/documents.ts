@@ -37,6 +37,11 @@ export function newObjectId(now = Date.now()): string {
 /** `_id` first, as MongoDB returns documents; JSONB does not keep key order. */
 export function idFirst(doc: JsonObject): JsonObject {
   if (!('_id' in doc)) return doc;
+  // JSONB orders keys by length, then bytes, so `_id` often leads already; then nothing is copied.
+  for (const key in doc) {
+    if (key === '_id') return doc;
+    break;
+  }
   const { _id, ...rest } = doc;
   return { _id: _id as Json, ...rest };
 }

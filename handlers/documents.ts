@@ -9,7 +9,7 @@ import {
 } from '../db/documents.js';
 import type { JsonObject } from '../db/query/errors.js';
 import { parseFilter } from '../db/query/filter-ast.js';
-import { applyProjection, parseProjection } from '../db/query/projection.js';
+import { applyProjection, parseProjection, projectsEverything } from '../db/query/projection.js';
 import { parseSort } from '../db/query/sort.js';
 import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../db/query/update.js';
 import { errors } from '../errors.js';
@@ -48,7 +48,10 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     const docs = await reading(params.name, params.storage_name, (c) =>
       readRows(sql, c, { filter, sort, skip: body.skip ?? 0, limit: body.limit ?? DEFAULT_LIMIT }, true),
     );
-    return { status: 200, body: { result: docs.map((d) => applyProjection(d, projection)) } };
+    // Documents read from the database are fresh objects, already `_id` first: without a projection
+    // they are sent as they are rather than copied.
+    const result = projectsEverything(projection) ? docs : docs.map((d) => applyProjection(d, projection));
+    return { status: 200, body: { result } };
   };
 
   const createDocuments: Handler<'createDocuments'> = async ({ params, body }) => {

@@ -65,6 +65,11 @@ export function parseProjection(fields: unknown): Projection {
   return { mode, tree, slices };
 }
 
+/** Whether the projection keeps every field as it is (no `fields`, or `{}`): then there is nothing to apply. */
+export function projectsEverything(projection: Projection): boolean {
+  return projection.mode === 'exclusion' && projection.tree.size === 0 && projection.slices.length === 0;
+}
+
 /** Returns a NEW document shaped by the projection, with `_id` (when present in the output) as the FIRST key. */
 export function applyProjection(doc: JsonObject, projection: Projection): JsonObject {
   const out =

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { isPlainObject, type Json, type JsonObject, QueryError } from '../../../db/query/errors.js';
-import { applyProjection, MAX_PROJECTION_FIELDS, parseProjection } from '../../../db/query/projection.js';
+import {
+  applyProjection,
+  MAX_PROJECTION_FIELDS,
+  parseProjection,
+  projectsEverything,
+} from '../../../db/query/projection.js';
 
 /** Any attempt to modify the input then throws (ESM is strict mode), wherever it happens. */
 function deepFreeze<T extends Json>(value: T): T {
@@ -254,6 +259,23 @@ describe('applyProjection', () => {
       a: [{ b: 2 }],
       c: 'c',
     });
+  });
+});
+
+describe('projectsEverything', () => {
+  // Reads skip applyProjection when this holds, so it must hold only where the projection is the identity.
+  it.each([
+    [undefined, true],
+    [{}, true],
+    [{ a: 0 }, false],
+    [{ _id: 0 }, false],
+    [{ _id: 1 }, false],
+    [{ a: 1 }, false],
+    [{ a: { $slice: 1 } }, false],
+  ])('%j: %s', (fields, expected) => {
+    const projection = parseProjection(fields);
+    expect(projectsEverything(projection)).toBe(expected);
+    if (expected) expect(applyProjection(DOC, projection)).toStrictEqual(DOC);
   });
 });
 

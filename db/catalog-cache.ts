@@ -5,21 +5,33 @@ import type { Sql } from './sql.js';
 export const STALE_CATALOG = 'WP001';
 const MAX_ENTRIES = 10_000;
 const ATTEMPTS = 3;
+/** How long an entry is used before it is read again. */
+export const CATALOG_ENTRY_TTL_MS = 10_000;
+
+interface Entry {
+  ref: CollectionRef;
+  readAt: number;
+}
 
 /**
  * Catalog entries of collections, cached so that a read costs one round trip instead of two.
- * Only reads use it, and every read it serves is guarded (mdb.assert_catalog): if the collection's
- * indexes changed anywhere, in this process or another, the statement fails and is retried with
- * a fresh entry. Writes always read the catalog afresh.
+ * Only reads use it, and every read whose SQL would be wrong with a stale entry is guarded
+ * (mdb.assert_catalog, see db/documents.ts): if the collection's indexes changed anywhere, in this
+ * process or another, the statement fails and is retried with a fresh entry. Other reads are right
+ * with any entry; an index created by another process reaches them when the entry expires.
+ * Writes always read the catalog afresh.
  */
 export class CatalogCache {
-  readonly #entries = new Map<string, CollectionRef>();
+  readonly #entries = new Map<string, Entry>();
 
-  constructor(private readonly sql: Sql) {}
+  constructor(
+    private readonly sql: Sql,
+    private readonly options: { ttlMs?: number; now?: () => number } = {},
+  ) {}
 
   /**
-   * Runs `read` with the collection's entry, cached when possible. `read` must run guarded
-   * statements; a stale entry is dropped and `read` runs again with a fresh one.
+   * Runs `read` with the collection's entry, cached when possible. `read` must build its statements
+   * with `guarded` set; a stale entry is dropped and `read` runs again with a fresh one.
    */
   async withCollection<T>(
     workplace: string,
@@ -27,15 +39,21 @@ export class CatalogCache {
     read: (c: CollectionRef) => Promise<T>,
   ): Promise<Lookup<T>> {
     const key = `${workplace}\n${name}`;
+    const now = this.options.now ?? Date.now;
+    const ttl = this.options.ttlMs ?? CATALOG_ENTRY_TTL_MS;
     for (let attempt = 1; ; attempt++) {
-      let c = this.#entries.get(key);
+      const entry = this.#entries.get(key);
+      let c = entry && now() - entry.readAt < ttl ? entry.ref : undefined;
       if (!c) {
+        const readAt = now();
         const lookup = await findCollection(this.sql, workplace, name);
-        if (!lookup.workplace || !lookup.found)
+        if (!lookup.workplace || !lookup.found) {
+          this.#entries.delete(key);
           return lookup.workplace ? { workplace: true, found: undefined } : lookup;
+        }
         c = lookup.found;
         if (this.#entries.size >= MAX_ENTRIES) this.#entries.clear();
-        this.#entries.set(key, c);
+        this.#entries.set(key, { ref: c, readAt });
       }
       try {
         return { workplace: true, found: await read(c) };

@@ -1,5 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../app.js';
+import { CatalogCache } from '../../db/catalog-cache.js';
+import { findCollection } from '../../db/collections.js';
+import { countStatement, readStatement } from '../../db/documents.js';
+import { parseFilter } from '../../db/query/filter-ast.js';
+import { parseSort } from '../../db/query/sort.js';
 import { hashSecret } from '../../secrets.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
@@ -92,5 +97,66 @@ describe('the catalog cache, when another process changes the catalog', () => {
     await viaOther('DELETE', `/v1/workplaces/${wp}`);
     const noWorkplace = await t.request({ method: 'POST', url: `${base}/count`, body: { query: {} } });
     expect(noWorkplace.status).toBe(404);
+  });
+});
+
+describe('which reads are guarded', () => {
+  async function collectionWithIndex() {
+    const wp = await t.createWorkplace();
+    const base = `/v1/workplaces/${wp}/storages/people`;
+    await t.request({ method: 'POST', url: `/v1/workplaces/${wp}/storages`, body: { name: 'people' } });
+    await t.request({ method: 'POST', url: `${base}/indexes`, body: { name: 'byTag', key: ['tag'] } });
+    await t.request({ method: 'POST', url: `${base}/create`, body: { docs: [{ _id: 'a', tag: 'x' }] } });
+    return { wp, base };
+  }
+  const ref = async (wp: string) => {
+    const lookup = await findCollection(t.sql, wp, 'people');
+    if (!lookup.workplace || !lookup.found) throw new Error('no collection');
+    return lookup.found;
+  };
+  const guarded = (text: string) => text.includes('mdb.assert_catalog');
+
+  it('guards exactly the statements that a stale entry could make wrong', async () => {
+    const { wp, base } = await collectionWithIndex();
+    const before = await ref(wp);
+    const read = (query: object, sort?: object) =>
+      readStatement(before, { filter: parseFilter(query), sort: parseSort(sort), skip: 0, limit: 10 }, true);
+    // Index key conditions assume no document has an array on the path: they must be checked.
+    expect(guarded(read({ tag: 'x' }).text)).toBe(true);
+    expect(guarded(read({}, { tag: 1 }).text)).toBe(true);
+    expect(guarded(countStatement(before, parseFilter({ tag: { $gt: 'a' } }), true).text)).toBe(true);
+    // Nothing that depends on the catalog: _id is the primary key, other paths read the document.
+    expect(guarded(read({ _id: 'a' }).text)).toBe(false);
+    expect(guarded(read({ other: 1 }, { other: -1 }).text)).toBe(false);
+    expect(guarded(countStatement(before, parseFilter({ _id: { $in: ['a'] } }), true).text)).toBe(false);
+    // Unguarded callers (writes, which read the catalog afresh) never are.
+    expect(
+      guarded(readStatement(before, { filter: parseFilter({ tag: 'x' }), sort: [], skip: 0, limit: 1 }).text),
+    ).toBe(false);
+
+    // Once multikey, the index's conditions are rechecked on every document: right with any entry.
+    await t.request({ method: 'POST', url: `${base}/create`, body: { docs: [{ _id: 'b', tag: ['x'] }] } });
+    const after = await ref(wp);
+    expect(
+      guarded(
+        readStatement(after, { filter: parseFilter({ tag: 'x' }), sort: [], skip: 0, limit: 1 }, true).text,
+      ),
+    ).toBe(false);
+  });
+
+  it('lets an unguarded read see an index created elsewhere once its entry expires', async () => {
+    const { wp, base } = await collectionWithIndex();
+    let clock = 0;
+    const cache = new CatalogCache(t.sql, { ttlMs: 1000, now: () => clock });
+    const indexes = async () => {
+      const lookup = await cache.withCollection(wp, 'people', async (c) => c.indexes.map((i) => i.name));
+      return lookup.workplace ? lookup.found : undefined;
+    };
+    expect(await indexes()).toEqual(['byTag']);
+    await viaOther('POST', `${base}/indexes`, { name: 'byName', key: ['name'] });
+    clock = 999;
+    expect(await indexes()).toEqual(['byTag']);
+    clock = 1000;
+    expect((await indexes())?.sort()).toEqual(['byName', 'byTag']);
   });
 });

@@ -9,9 +9,14 @@
  *   npm run bench -- --docs 200000 --runs 5     # smaller, more runs
  *   npm run bench -- --embedded                 # embedded PGlite (100,000 documents, no baseline)
  *   npm run bench -- --soak 60                  # RSS over 60 s of sustained reads (the default)
+ *   npm run bench -- --cpu-prof DIR             # also write the server's CPU profiles into DIR
+ *
+ * The servers' logs go to files in a temporary directory (named at the end), not through a pipe
+ * to this process: reading them here would take CPU from the load generator for the API only.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { openSync } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,6 +28,7 @@ import { findCollection } from '../../db/collections.js';
 import { countStatement, readStatement } from '../../db/documents.js';
 import { parseFilter } from '../../db/query/filter-ast.js';
 import { parseSort } from '../../db/query/sort.js';
+import { Browser, formAction } from '../../test/helpers/browser.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -30,6 +36,8 @@ const CITIES = Array.from({ length: 50 }, (_, i) => `City${String.fromCharCode(6
 const VARIANTS = 200;
 /** Documents matched by one updateMany. */
 const UPDATE_MATCHES = 10_000;
+/** Documents in one `group`: the count scenario that does the same work at every size. */
+const GROUP_SIZE = 100;
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -43,12 +51,13 @@ const { values: opts } = parseArgs({
     connections: { type: 'string', default: '10' },
     soak: { type: 'string', default: '60' },
     embedded: { type: 'boolean', default: false },
+    'cpu-prof': { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (opts.help) {
   console.log(
-    'usage: npm run bench -- [--docs N] [--small N] [--duration s] [--runs n] [--connections n] [--soak s] [--embedded]',
+    'usage: npm run bench -- [--docs N] [--small N] [--duration s] [--runs n] [--connections n] [--soak s] [--embedded] [--cpu-prof DIR]',
   );
   process.exit(0);
 }
@@ -64,6 +73,7 @@ const DURATION = int(opts.duration, 'duration', 1);
 const RUNS = int(opts.runs, 'runs', 1);
 const CONNECTIONS = int(opts.connections, 'connections', 1);
 const SOAK = int(opts.soak, 'soak', 0);
+const CPU_PROF = opts['cpu-prof'] ? path.resolve(opts['cpu-prof']) : undefined;
 const databaseUrl = process.env.DATABASE_URL || DEFAULT_DATABASE_URL;
 
 // ---------------------------------------------------------------------------------------------
@@ -71,38 +81,45 @@ const databaseUrl = process.env.DATABASE_URL || DEFAULT_DATABASE_URL;
 
 const children: ChildProcess[] = [];
 let dataDir: string | undefined;
+let logDir = '';
 
-function start(
+/**
+ * Starts a TypeScript entry point in its own process, its output going to `<logDir>/<name>.log`,
+ * and resolves once that output matches `ready`.
+ */
+async function start(
+  name: string,
   args: string[],
   env: Record<string, string>,
   ready: RegExp,
+  nodeFlags: string[] = [],
 ): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
+  const logFile = path.join(logDir, `${name}.log`);
+  const out = openSync(logFile, 'w');
+  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', out, out],
   });
   children.push(child);
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const m = ready.exec(out);
-      if (m) {
-        child.stdout?.off('data', onData);
-        child.stdout?.resume();
-        resolve({ child, match: m });
-      }
-    };
-    child.stdout?.on('data', onData);
-    child.stderr?.on('data', (d: Buffer) => {
-      const text = d.toString();
-      if (!/Unsupported runtime/.test(text)) process.stderr.write(`[${args[0]}] ${text}`);
-    });
-    child.on('exit', (code) =>
-      reject(new Error(`${args[0]} exited with ${code} before it was ready:\n${out}`)),
-    );
+  let exited: number | null | undefined;
+  child.on('exit', (code) => {
+    exited = code;
   });
+  for (;;) {
+    const text = await readFile(logFile, 'utf8');
+    const m = ready.exec(text);
+    if (m) return { child, match: m };
+    if (exited !== undefined) throw new Error(`${name} exited with ${exited} before it was ready:\n${text}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** User + system CPU time of a process so far, in milliseconds. */
+async function cpuMs(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) || 0) + (Number(fields[12]) || 0)) * 10;
 }
 
 async function rssMb(pid: number): Promise<number> {
@@ -129,7 +146,7 @@ async function peakRss<T>(pid: number, work: () => Promise<T>): Promise<{ result
 // ---------------------------------------------------------------------------------------------
 // Data
 
-function doc(i: number, buckets: number) {
+function doc(i: number, buckets: number, groups: number) {
   return {
     _id: `u${i}`,
     email: `user${i}@example.com`,
@@ -137,6 +154,7 @@ function doc(i: number, buckets: number) {
     age: 18 + (i % 80),
     city: CITIES[i % CITIES.length],
     bucket: i % buckets,
+    group: i % groups,
     n: 0,
     joined: new Date(Date.UTC(2020, 0, 1) + (i % 1500) * 86_400_000).toISOString(),
     profile: { score: (i * 7919) % 1000, tags: [`t${i % 7}`, `t${i % 11}`], verified: i % 3 === 0 },
@@ -169,6 +187,7 @@ async function call(method: string, url: string, body?: unknown): Promise<unknow
 
 async function seed(workplace: string, collection: string, count: number) {
   const buckets = Math.max(1, Math.floor(count / UPDATE_MATCHES));
+  const groups = Math.max(1, Math.floor(count / GROUP_SIZE));
   await call('POST', `/v1/workplaces/${workplace}/storages`, { name: collection });
   let next = 0;
   const started = Date.now();
@@ -177,7 +196,7 @@ async function seed(workplace: string, collection: string, count: number) {
       const from = next;
       next += 1000;
       const docs = [];
-      for (let i = from; i < Math.min(from + 1000, count); i++) docs.push(doc(i, buckets));
+      for (let i = from; i < Math.min(from + 1000, count); i++) docs.push(doc(i, buckets, groups));
       await call('POST', `/v1/workplaces/${workplace}/storages/${collection}/create`, { docs });
     }
   };
@@ -186,12 +205,100 @@ async function seed(workplace: string, collection: string, count: number) {
     ['byCity', ['city']],
     ['byAge', ['age']],
     ['byBucket', ['bucket']],
+    ['byGroup', ['group']],
   ] as const) {
     await call('POST', `/v1/workplaces/${workplace}/storages/${collection}/indexes`, { name, key });
   }
   process.stderr.write(
     `seeded ${collection}: ${count} documents in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
   );
+}
+
+/**
+ * Makes the workplace an OpenID Provider with one user and one client, signs the user in with the
+ * code flow (PKCE) as a browser would, and returns a refresh_token grant request to replay.
+ */
+async function signInOnce(workplace: string): Promise<{ url: string; body: string; basic: string }> {
+  const login = 'ada@example.com';
+  const password = randomBytes(12).toString('base64url');
+  const redirect = 'http://127.0.0.1:9/callback';
+  await call('POST', `/v1/workplaces/${workplace}/storages`, { name: 'users' });
+  await call('POST', `/v1/workplaces/${workplace}/storages/users/create`, {
+    docs: [{ _id: 'u-ada', email: login, email_verified: true, name: 'Ada Lovelace' }],
+  });
+  await call('POST', `/v1/workplaces/${workplace}/oidc/password`, { login, password });
+  const settings = (await call('GET', `/v1/workplaces/${workplace}/oidc`)) as { result: { token: string } };
+  const reg = await fetch(`${api}/oidc/${workplace}/oidc/registration`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorizarion: `Bearer ${settings.result.token}` },
+    body: JSON.stringify({
+      client_name: 'bench',
+      redirect_uris: [redirect],
+      scope: ['email', 'offline_access'],
+    }),
+  });
+  if (reg.status !== 201) throw new Error(`client registration: ${reg.status} ${await reg.text()}`);
+  const client = ((await reg.json()) as { result: { client_id: string; client_secret: string } }).result;
+  const basic = `Basic ${Buffer.from(
+    `${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`,
+  ).toString('base64')}`;
+
+  const issuer = `${api}/oidc/${workplace}`;
+  const verifier = randomBytes(32).toString('base64url');
+  const auth = new URL(`${issuer}/auth`);
+  for (const [k, v] of Object.entries({
+    client_id: client.client_id,
+    response_type: 'code',
+    scope: 'openid email offline_access',
+    redirect_uri: redirect,
+    state: randomBytes(8).toString('hex'),
+    prompt: 'consent',
+    code_challenge: createHash('sha256').update(verifier).digest('base64url'),
+    code_challenge_method: 'S256',
+  }))
+    auth.searchParams.set(k, v);
+  const browser = new Browser();
+  const html = async (r: { page?: Response; url: string }) => {
+    if (!r.page) throw new Error(`expected a page at ${r.url}`);
+    return r.page.text();
+  };
+  const loginPage = await browser.follow(auth.href, api);
+  const afterLogin = await browser.request(formAction(await html(loginPage), loginPage.url), {
+    form: { login, password },
+  });
+  const consent = await browser.follow(
+    new URL(afterLogin.headers.get('location') ?? '', loginPage.url).href,
+    api,
+  );
+  const afterConsent = await browser.request(formAction(await html(consent), consent.url), {
+    form: { decision: 'allow' },
+  });
+  const end = await browser.follow(
+    new URL(afterConsent.headers.get('location') ?? '', consent.url).href,
+    api,
+  );
+  const code = end.left?.searchParams.get('code');
+  if (!code) throw new Error(`sign-in did not come back with a code: ${end.url}`);
+
+  const tokenUrl = `${issuer}/token`;
+  const form = { 'content-type': 'application/x-www-form-urlencoded', authorization: basic };
+  const tokens = await fetch(tokenUrl, {
+    method: 'POST',
+    headers: form,
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: redirect,
+      code_verifier: verifier,
+    }).toString(),
+  });
+  const grant = (await tokens.json()) as { refresh_token?: string };
+  if (!grant.refresh_token) throw new Error(`no refresh token: ${JSON.stringify(grant)}`);
+  return {
+    url: tokenUrl,
+    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: grant.refresh_token }).toString(),
+    basic,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -201,6 +308,16 @@ interface Figures {
   rps: number;
   p50: number;
   p99: number;
+  /** Mean latency in ms (p50 and p99 are whole milliseconds). */
+  mean?: number;
+  /** The server's CPU time (user + system) per request, in microseconds. */
+  cpu?: number;
+  requests?: number;
+}
+
+/** How much slower the large collection answers: mean latency, which p50's whole ms would blur. */
+function latencyRatio(small: Figures, large: Figures): number {
+  return (large.mean ?? large.p50) / Math.max(small.mean ?? small.p50, 0.01);
 }
 
 function median(xs: number[]): number {
@@ -209,24 +326,43 @@ function median(xs: number[]): number {
   return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
 }
 
+const JSON_HEADERS = (): Record<string, string> => ({
+  'content-type': 'application/json',
+  'x-auth-token': ADMIN,
+});
+
 async function load(
   url: string,
   bodies: () => string,
-  connections = CONNECTIONS,
-  duration = DURATION,
+  { connections = CONNECTIONS, duration = DURATION, headers = JSON_HEADERS() } = {},
 ): Promise<Figures> {
   const result = await autocannon({
     url,
     connections,
     duration,
     method: 'POST',
-    headers: { 'content-type': 'application/json', 'x-auth-token': ADMIN },
+    headers,
     requests: [{ setupRequest: (req) => ({ ...req, body: bodies() }) }],
   });
   if (result.non2xx > 0 || result.errors > 0) {
     throw new Error(`${url}: ${result.non2xx} non-2xx answers and ${result.errors} errors`);
   }
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    mean: result.latency.mean,
+    requests: result.requests.total,
+  };
+}
+
+/** Runs `work` (a load) and adds the CPU time the process `pid` spent per request meanwhile. */
+async function withCpu(pid: number | undefined, work: () => Promise<Figures>): Promise<Figures> {
+  if (pid === undefined) return work();
+  const before = await cpuMs(pid);
+  const figures = await work();
+  const spent = (await cpuMs(pid)) - before;
+  return { ...figures, cpu: figures.requests ? (spent * 1000) / figures.requests : undefined };
 }
 
 interface Row {
@@ -237,10 +373,12 @@ interface Row {
   unit?: string;
 }
 
+let serverPid = 0;
+let baselinePid: number | undefined;
+
 /** Alternates API and baseline runs, so both see the same noise; medians of each. */
 async function compare(
   scenario: string,
-  serverPid: number,
   apiRun: () => Promise<Figures>,
   baseRun: (() => Promise<Figures>) | undefined,
 ): Promise<Row> {
@@ -248,16 +386,21 @@ async function compare(
   const b: Figures[] = [];
   let rssPeak = 0;
   for (let i = 0; i < RUNS; i++) {
-    const { result, peak } = await peakRss(serverPid, apiRun);
+    const { result, peak } = await peakRss(serverPid, () => withCpu(serverPid, apiRun));
     a.push(result);
     rssPeak = Math.max(rssPeak, peak);
-    if (baseRun) b.push(await baseRun());
+    if (baseRun) b.push(await withCpu(baselinePid, baseRun));
   }
-  const med = (xs: Figures[]): Figures => ({
-    rps: median(xs.map((x) => x.rps)),
-    p50: median(xs.map((x) => x.p50)),
-    p99: median(xs.map((x) => x.p99)),
-  });
+  const med = (xs: Figures[]): Figures => {
+    const cpus = xs.flatMap((x) => (x.cpu === undefined ? [] : [x.cpu]));
+    return {
+      rps: median(xs.map((x) => x.rps)),
+      p50: median(xs.map((x) => x.p50)),
+      p99: median(xs.map((x) => x.p99)),
+      mean: median(xs.map((x) => x.mean ?? 0)),
+      ...(cpus.length ? { cpu: median(cpus) } : {}),
+    };
+  };
   const row: Row = { scenario, api: med(a), rssPeak, ...(baseRun ? { base: med(b) } : {}) };
   process.stderr.write(
     `  ${scenario}: ${row.api.rps.toFixed(0)} req/s${row.base ? ` (baseline ${row.base.rps.toFixed(0)})` : ''}\n`,
@@ -271,6 +414,11 @@ async function compare(
 interface ReadScenario {
   name: string;
   indexed: boolean;
+  /**
+   * Whether the scenario does the same work at both sizes, so its latency must not grow with the
+   * collection; a count of 2% of the documents counts a hundred times more at 100 times the size.
+   */
+  sameWork: boolean;
   op: 'read' | 'count';
   body: (
     i: number,
@@ -282,18 +430,21 @@ const READS: ReadScenario[] = [
   {
     name: '_id lookup',
     indexed: true,
+    sameWork: true,
     op: 'read',
     body: (i, size) => ({ query: { _id: `u${(i * 7919) % size}` } }),
   },
   {
     name: 'indexed equality, limit 10',
     indexed: true,
+    sameWork: true,
     op: 'read',
     body: (i) => ({ query: { city: pick(CITIES, i) }, limit: 10 }),
   },
   {
     name: 'indexed range + sort, limit 20',
     indexed: true,
+    sameWork: true,
     op: 'read',
     body: (i) => ({
       query: { age: { $gte: 18 + (i % 70), $lt: 28 + (i % 70) } },
@@ -304,6 +455,7 @@ const READS: ReadScenario[] = [
   {
     name: '$in on an indexed field',
     indexed: true,
+    sameWork: true,
     op: 'read',
     body: (i) => ({
       query: { city: { $in: [pick(CITIES, i), pick(CITIES, i + 17), pick(CITIES, i + 31)] } },
@@ -313,12 +465,21 @@ const READS: ReadScenario[] = [
   {
     name: 'unindexed filter, limit 10',
     indexed: false,
+    sameWork: false,
     op: 'read',
     body: (i) => ({ query: { 'profile.score': 990 + (i % 10), 'profile.verified': true }, limit: 10 }),
   },
   {
-    name: 'count, indexed filter',
+    name: `count, indexed filter (${GROUP_SIZE} matches)`,
     indexed: true,
+    sameWork: true,
+    op: 'count',
+    body: (i, size) => ({ query: { group: (i * 7919) % Math.max(1, Math.floor(size / GROUP_SIZE)) } }),
+  },
+  {
+    name: 'count, indexed filter (2% of the documents)',
+    indexed: true,
+    sameWork: false,
     op: 'count',
     body: (i) => ({ query: { city: pick(CITIES, i) } }),
   },
@@ -328,7 +489,7 @@ async function main() {
   let workplace = '';
   let sql: postgres.Sql | undefined;
   const rows: Row[] = [];
-  const scaling: { name: string; small: Figures; large: Figures }[] = [];
+  const scaling: { name: string; sameWork: boolean; small: Figures; large: Figures }[] = [];
   const targets: [string, boolean, string][] = [];
   try {
     // The server under test, in its own process, as `npm start` runs it.
@@ -344,9 +505,16 @@ async function main() {
     } else {
       serverEnv.DATABASE_URL = databaseUrl;
     }
-    const server = await start(['server.ts'], serverEnv, /Listening on (http:\/\/[^;\s"]+)/);
+    logDir = await mkdtemp(path.join(os.tmpdir(), 'bench-logs-'));
+    const server = await start(
+      'server',
+      ['server.ts'],
+      serverEnv,
+      /Listening on (http:\/\/[^;\s"]+)/,
+      CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [],
+    );
     api = (server.match[1] as string).replace(/\/$/, '');
-    const serverPid = server.child.pid as number;
+    serverPid = server.child.pid as number;
 
     workplace = `bench${randomBytes(6)
       .toString('hex')
@@ -404,11 +572,13 @@ async function main() {
       if (!bulk.workplace || !bulk.found) throw new Error('no bulk collection');
       statements.bulk = `insert into ${bulk.found.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d`;
       const base = await start(
+        'baseline',
         ['scripts/bench/baseline.ts'],
         { BENCH_BASELINE: JSON.stringify({ databaseUrl, poolMax: 10, statements }) },
         /listening (\d+)/,
       );
       baseline = `http://127.0.0.1:${base.match[1]}`;
+      baselinePid = base.child.pid;
     }
 
     const docsUrl = (collection: string, op: string) =>
@@ -428,7 +598,6 @@ async function main() {
         const baseBodies = vs ? cycle(vs.map((v) => JSON.stringify({ v }))) : undefined;
         const row = await compare(
           `${s.name} (${size === 'small' ? SMALL : LARGE} docs)`,
-          serverPid,
           () => load(docsUrl(size, s.op), apiBodies),
           baseBodies
             ? () => load(`${baseline}/q/${encodeURIComponent(`${size}:${s.name}`)}`, baseBodies)
@@ -444,15 +613,20 @@ async function main() {
           ]);
         }
       }
-      scaling.push({ name: s.name, small: perSize.small as Figures, large: perSize.large as Figures });
-      if (s.indexed) {
+      scaling.push({
+        name: s.name,
+        sameWork: s.sameWork,
+        small: perSize.small as Figures,
+        large: perSize.large as Figures,
+      });
+      if (s.indexed && s.sameWork) {
         const small = perSize.small as Figures;
         const large = perSize.large as Figures;
-        const ratio = Math.max(large.p50, 1) / Math.max(small.p50, 1);
+        const ratio = latencyRatio(small, large);
         targets.push([
           `${s.name}: latency at ${LARGE} <= 1.5 x at ${SMALL}`,
           ratio <= 1.5,
-          `${ratio.toFixed(2)} x (p50 ${large.p50} vs ${small.p50} ms)`,
+          `${ratio.toFixed(2)} x (mean ${large.mean?.toFixed(2)} vs ${small.mean?.toFixed(2)} ms)`,
         ]);
       }
     }
@@ -462,14 +636,20 @@ async function main() {
     const batch = (prefix: string) => {
       const start = seq;
       seq += 1000;
-      return Array.from({ length: 1000 }, (_, k) => ({ ...doc(start + k, 1), _id: `${prefix}${start + k}` }));
+      return Array.from({ length: 1000 }, (_, k) => ({
+        ...doc(start + k, 1, 1),
+        _id: `${prefix}${start + k}`,
+      }));
     };
     const bulkRow = await compare(
       'bulk create (1,000 docs/request)',
-      serverPid,
-      () => load(docsUrl('bulkapi', 'create'), () => JSON.stringify({ docs: batch('a') }), 4),
+      () =>
+        load(docsUrl('bulkapi', 'create'), () => JSON.stringify({ docs: batch('a') }), { connections: 4 }),
       baseline
-        ? () => load(`${baseline}/q/bulk`, () => JSON.stringify({ v: [JSON.stringify(batch('b'))] }), 4)
+        ? () =>
+            load(`${baseline}/q/bulk`, () => JSON.stringify({ v: [JSON.stringify(batch('b'))] }), {
+              connections: 4,
+            })
         : undefined,
     );
     bulkRow.unit = 'docs/s';
@@ -569,14 +749,27 @@ async function main() {
     }
     rows.push(cycleRow);
 
+    // The OpenID Provider's token endpoint: refresh_token grants of a user who signed in once.
+    const refresh = await signInOnce(workplace);
+    rows.push(
+      await compare(
+        'OIDC token endpoint (refresh_token grant)',
+        () =>
+          load(refresh.url, () => refresh.body, {
+            headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: refresh.basic },
+          }),
+        undefined,
+      ),
+    );
+
     // Sustained reads: RSS after warm-up against RSS after SOAK seconds.
     if (SOAK > 0) {
       const bodies = cycle(
         Array.from({ length: VARIANTS }, (_, i) => JSON.stringify(pick(READS, 1).body(i, LARGE))),
       );
-      await load(docsUrl('large', 'read'), bodies, CONNECTIONS, 5);
+      await load(docsUrl('large', 'read'), bodies, { duration: 5 });
       const warm = await rssMb(serverPid);
-      await load(docsUrl('large', 'read'), bodies, CONNECTIONS, SOAK);
+      await load(docsUrl('large', 'read'), bodies, { duration: SOAK });
       const after = await rssMb(serverPid);
       targets.push([
         `RSS after ${SOAK} s of reads within 50 MB of warm-up`,
@@ -597,14 +790,16 @@ async function main() {
 
 function report(
   rows: Row[],
-  scaling: { name: string; small: Figures; large: Figures }[],
+  scaling: { name: string; sameWork: boolean; small: Figures; large: Figures }[],
   targets: [string, boolean, string][],
 ) {
   const f = (n: number, d = 0) => n.toFixed(d).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  const cpu = (r: Row) =>
+    r.api.cpu === undefined ? '' : `${f(r.api.cpu)}${r.base?.cpu === undefined ? '' : ` / ${f(r.base.cpu)}`}`;
   const lines = [
     `\nBenchmark: ${embedded ? 'embedded PGlite' : 'PostgreSQL'}, ${SMALL} and ${LARGE} documents, ${CONNECTIONS} connections, median of ${RUNS} runs of ${DURATION} s, Node ${process.version}\n`,
-    '| scenario | unit | API | p50 ms | p99 ms | baseline | p50 ms | p99 ms | API / baseline | server peak RSS MB |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| scenario | unit | API | p50 ms | p99 ms | baseline | p50 ms | p99 ms | API / baseline | server CPU us/req (API / baseline) | server peak RSS MB |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     const unit = r.unit ?? 'req/s';
@@ -616,17 +811,18 @@ function report(
         : r.api.rps / r.base.rps
       : undefined;
     lines.push(
-      `| ${r.scenario} | ${unit} | ${value(r.api)} | ${r.api.p50} | ${r.api.p99} | ${r.base ? value(r.base) : 'n/a'} | ${r.base?.p50 ?? ''} | ${r.base?.p99 ?? ''} | ${ratio === undefined ? 'n/a' : ratio.toFixed(2)} | ${f(r.rssPeak)} |`,
+      `| ${r.scenario} | ${unit} | ${value(r.api)} | ${r.api.p50} | ${r.api.p99} | ${r.base ? value(r.base) : 'n/a'} | ${r.base?.p50 ?? ''} | ${r.base?.p99 ?? ''} | ${ratio === undefined ? 'n/a' : ratio.toFixed(2)} | ${cpu(r)} | ${f(r.rssPeak)} |`,
     );
   }
   lines.push(
     '',
-    `| read scenario | req/s at ${SMALL} | p50 | req/s at ${LARGE} | p50 | latency ratio |`,
+    `| read scenario | req/s at ${SMALL} | mean ms | req/s at ${LARGE} | mean ms | latency ratio |`,
     '|---|---:|---:|---:|---:|---:|',
   );
   for (const s of scaling) {
+    const note = s.sameWork ? '' : ' (more work at the larger size)';
     lines.push(
-      `| ${s.name} | ${f(s.small.rps)} | ${s.small.p50} | ${f(s.large.rps)} | ${s.large.p50} | ${(Math.max(s.large.p50, 1) / Math.max(s.small.p50, 1)).toFixed(2)} |`,
+      `| ${s.name}${note} | ${f(s.small.rps)} | ${s.small.mean?.toFixed(2)} | ${f(s.large.rps)} | ${s.large.mean?.toFixed(2)} | ${latencyRatio(s.small, s.large).toFixed(2)} |`,
     );
   }
   lines.push('', '| target | result | measured |', '|---|---|---|');
@@ -637,6 +833,10 @@ function report(
       '',
       'Embedded: the baseline needs its own connection to the database, which PGlite (one process) cannot give; ratios are n/a.',
     );
+  lines.push(
+    '',
+    `Server and baseline logs: ${logDir}${CPU_PROF ? `; server CPU profiles: ${CPU_PROF}` : ''}`,
+  );
   console.log(lines.join('\n'));
 }
 

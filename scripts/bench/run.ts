@@ -52,12 +52,13 @@ const { values: opts } = parseArgs({
     soak: { type: 'string', default: '60' },
     embedded: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
+    only: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (opts.help) {
   console.log(
-    'usage: npm run bench -- [--docs N] [--small N] [--duration s] [--runs n] [--connections n] [--soak s] [--embedded] [--cpu-prof DIR]',
+    'usage: npm run bench -- [--docs N] [--small N] [--duration s] [--runs n] [--connections n] [--soak s] [--embedded] [--cpu-prof DIR] [--only TEXT]',
   );
   process.exit(0);
 }
@@ -73,6 +74,9 @@ const DURATION = int(opts.duration, 'duration', 1);
 const RUNS = int(opts.runs, 'runs', 1);
 const CONNECTIONS = int(opts.connections, 'connections', 1);
 const SOAK = int(opts.soak, 'soak', 0);
+const ONLY = opts.only?.toLowerCase();
+/** Whether `--only` (a part of a scenario's name) selects the scenario; all run without it. */
+const selected = (scenario: string) => ONLY === undefined || scenario.toLowerCase().includes(ONLY);
 const CPU_PROF = opts['cpu-prof'] ? path.resolve(opts['cpu-prof']) : undefined;
 const databaseUrl = process.env.DATABASE_URL || DEFAULT_DATABASE_URL;
 
@@ -320,6 +324,15 @@ function latencyRatio(small: Figures, large: Figures): number {
   return (large.mean ?? large.p50) / Math.max(small.mean ?? small.p50, 0.01);
 }
 
+async function timeIt(f: () => Promise<unknown>): Promise<number> {
+  const t0 = performance.now();
+  await f();
+  return performance.now() - t0;
+}
+
+/** Figures of a scenario timed per request, in ms. */
+const ms = (x: number): Figures => ({ rps: 1000 / x, p50: Math.round(x), p99: Math.round(x), mean: x });
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = Math.floor(s.length / 2);
@@ -385,6 +398,9 @@ async function compare(
   const a: Figures[] = [];
   const b: Figures[] = [];
   let rssPeak = 0;
+  // Untimed first runs, so that neither side is measured while it compiles its hot paths.
+  await apiRun();
+  if (baseRun) await baseRun();
   for (let i = 0; i < RUNS; i++) {
     const { result, peak } = await peakRss(serverPid, () => withCpu(serverPid, apiRun));
     a.push(result);
@@ -589,7 +605,7 @@ async function main() {
     };
 
     // Reads, on both sizes.
-    for (const s of READS) {
+    for (const s of READS.filter((r) => selected(r.name))) {
       const perSize: Record<string, Figures> = {};
       for (const size of ['small', 'large'] as const) {
         const n = size === 'small' ? SMALL : LARGE;
@@ -631,139 +647,141 @@ async function main() {
       }
     }
 
-    // Bulk create: 1,000 documents per request, unique ids on both sides.
-    let seq = 0;
-    const batch = (prefix: string) => {
-      const start = seq;
-      seq += 1000;
-      return Array.from({ length: 1000 }, (_, k) => ({
-        ...doc(start + k, 1, 1),
-        _id: `${prefix}${start + k}`,
-      }));
-    };
-    const bulkRow = await compare(
-      'bulk create (1,000 docs/request)',
-      () =>
-        load(docsUrl('bulkapi', 'create'), () => JSON.stringify({ docs: batch('a') }), { connections: 4 }),
-      baseline
-        ? () =>
-            load(`${baseline}/q/bulk`, () => JSON.stringify({ v: [JSON.stringify(batch('b'))] }), {
-              connections: 4,
-            })
-        : undefined,
-    );
-    bulkRow.unit = 'docs/s';
-    rows.push(bulkRow);
-    if (bulkRow.base) {
-      const r = bulkRow.api.rps / bulkRow.base.rps;
-      targets.push(['bulk create >= 0.7 x baseline multi-row insert', r >= 0.7, `${r.toFixed(2)} x`]);
-    }
-
-    // updateMany with $inc over 10,000 documents: time per request, sequentially.
-    const buckets = Math.max(1, Math.floor(LARGE / UPDATE_MATCHES));
-    const timeIt = async (f: () => Promise<unknown>) => {
-      const t0 = performance.now();
-      await f();
-      return performance.now() - t0;
-    };
-    const apiTimes: number[] = [];
-    const baseTimes: number[] = [];
-    let peakUpdate = 0;
-    for (let k = 0; k < RUNS * 2; k++) {
-      const { result, peak } = await peakRss(serverPid, () =>
-        timeIt(() =>
-          call('POST', `/v1/workplaces/${workplace}/storages/large/update`, {
-            query: { bucket: k % buckets },
-            doc: { $inc: { n: 1 } },
-          }),
-        ),
+    if (selected('bulk create')) {
+      // Bulk create: 1,000 documents per request, unique ids on both sides.
+      let seq = 0;
+      const batch = (prefix: string) => {
+        const start = seq;
+        seq += 1000;
+        return Array.from({ length: 1000 }, (_, k) => ({
+          ...doc(start + k, 1, 1),
+          _id: `${prefix}${start + k}`,
+        }));
+      };
+      const bulkRow = await compare(
+        'bulk create (1,000 docs/request)',
+        () =>
+          load(docsUrl('bulkapi', 'create'), () => JSON.stringify({ docs: batch('a') }), { connections: 4 }),
+        baseline
+          ? () =>
+              load(`${baseline}/q/bulk`, () => JSON.stringify({ v: [JSON.stringify(batch('b'))] }), {
+                connections: 4,
+              })
+          : undefined,
       );
-      apiTimes.push(result);
-      peakUpdate = Math.max(peakUpdate, peak);
-      const v = values.get('update')?.[k % VARIANTS];
-      if (baseline && v) {
-        baseTimes.push(
-          await timeIt(async () => {
-            const res = await fetch(`${baseline}/q/update`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json' },
-              body: JSON.stringify({ v }),
-            });
-            await res.text();
-          }),
-        );
+      bulkRow.unit = 'docs/s';
+      rows.push(bulkRow);
+      if (bulkRow.base) {
+        const r = bulkRow.api.rps / bulkRow.base.rps;
+        targets.push(['bulk create >= 0.7 x baseline multi-row insert', r >= 0.7, `${r.toFixed(2)} x`]);
       }
     }
-    const ms = (x: number): Figures => ({ rps: 1000 / x, p50: Math.round(x), p99: Math.round(x) });
-    const upd: Row = {
-      scenario: `updateMany $inc (${UPDATE_MATCHES} docs matched)`,
-      api: ms(median(apiTimes)),
-      rssPeak: peakUpdate,
-      unit: 'ms/request',
-    };
-    if (baseTimes.length) upd.base = ms(median(baseTimes));
-    rows.push(upd);
-    if (upd.base) {
-      const r = upd.api.p50 / Math.max(upd.base.p50, 1);
-      targets.push([
-        'updateMany of 10,000 <= 3 x one SQL UPDATE',
-        r <= 3,
-        `${r.toFixed(2)} x (${upd.api.p50} vs ${upd.base.p50} ms)`,
-      ]);
+
+    if (selected('updateMany')) {
+      // updateMany with $inc over 10,000 documents: time per request, sequentially.
+      const buckets = Math.max(1, Math.floor(LARGE / UPDATE_MATCHES));
+      const apiTimes: number[] = [];
+      const baseTimes: number[] = [];
+      let peakUpdate = 0;
+      for (let k = 0; k < RUNS * 2; k++) {
+        const { result, peak } = await peakRss(serverPid, () =>
+          timeIt(() =>
+            call('POST', `/v1/workplaces/${workplace}/storages/large/update`, {
+              query: { bucket: k % buckets },
+              doc: { $inc: { n: 1 } },
+            }),
+          ),
+        );
+        apiTimes.push(result);
+        peakUpdate = Math.max(peakUpdate, peak);
+        const v = values.get('update')?.[k % VARIANTS];
+        if (baseline && v) {
+          baseTimes.push(
+            await timeIt(async () => {
+              const res = await fetch(`${baseline}/q/update`, {
+                method: 'POST',
+                headers: { 'content-type': 'application/json' },
+                body: JSON.stringify({ v }),
+              });
+              await res.text();
+            }),
+          );
+        }
+      }
+      const upd: Row = {
+        scenario: `updateMany $inc (${UPDATE_MATCHES} docs matched)`,
+        api: ms(median(apiTimes)),
+        rssPeak: peakUpdate,
+        unit: 'ms/request',
+      };
+      if (baseTimes.length) upd.base = ms(median(baseTimes));
+      rows.push(upd);
+      if (upd.base) {
+        const r = upd.api.p50 / Math.max(upd.base.p50, 1);
+        targets.push([
+          'updateMany of 10,000 <= 3 x one SQL UPDATE',
+          r <= 3,
+          `${r.toFixed(2)} x (${upd.api.p50} vs ${upd.base.p50} ms)`,
+        ]);
+      }
     }
 
-    // Workplace + collection create/delete cycle.
-    const letters = () =>
-      randomBytes(8)
-        .toString('hex')
-        .replace(/\d/g, (d) => String.fromCharCode(103 + Number(d)));
-    const cycles = 20;
-    const apiCycle = await peakRss(serverPid, () =>
-      timeIt(async () => {
-        for (let i = 0; i < cycles; i++) {
-          const name = `cyc${letters()}`;
-          await call('POST', '/v1/workplaces', { name });
-          await call('POST', `/v1/workplaces/${name}/storages`, { name: 'things' });
-          await call('DELETE', `/v1/workplaces/${name}`);
-        }
-      }),
-    );
-    const cycleRow: Row = {
-      scenario: 'workplace + collection create/delete',
-      api: ms(apiCycle.result / cycles),
-      rssPeak: apiCycle.peak,
-      unit: 'ms/cycle',
-    };
-    if (baseline) {
-      const t = await timeIt(async () => {
-        for (let i = 0; i < cycles; i++) {
-          const res = await fetch(`${baseline}/cycle`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json' },
-            body: JSON.stringify({ v: [letters()] }),
-          });
-          await res.text();
-        }
-      });
-      cycleRow.base = ms(t / cycles);
+    if (selected('workplace + collection')) {
+      // Workplace + collection create/delete cycle.
+      const letters = () =>
+        randomBytes(8)
+          .toString('hex')
+          .replace(/\d/g, (d) => String.fromCharCode(103 + Number(d)));
+      const cycles = 20;
+      const apiCycle = await peakRss(serverPid, () =>
+        timeIt(async () => {
+          for (let i = 0; i < cycles; i++) {
+            const name = `cyc${letters()}`;
+            await call('POST', '/v1/workplaces', { name });
+            await call('POST', `/v1/workplaces/${name}/storages`, { name: 'things' });
+            await call('DELETE', `/v1/workplaces/${name}`);
+          }
+        }),
+      );
+      const cycleRow: Row = {
+        scenario: 'workplace + collection create/delete',
+        api: ms(apiCycle.result / cycles),
+        rssPeak: apiCycle.peak,
+        unit: 'ms/cycle',
+      };
+      if (baseline) {
+        const t = await timeIt(async () => {
+          for (let i = 0; i < cycles; i++) {
+            const res = await fetch(`${baseline}/cycle`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ v: [letters()] }),
+            });
+            await res.text();
+          }
+        });
+        cycleRow.base = ms(t / cycles);
+      }
+      rows.push(cycleRow);
     }
-    rows.push(cycleRow);
 
-    // The OpenID Provider's token endpoint: refresh_token grants of a user who signed in once.
-    const refresh = await signInOnce(workplace);
-    rows.push(
-      await compare(
-        'OIDC token endpoint (refresh_token grant)',
-        () =>
-          load(refresh.url, () => refresh.body, {
-            headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: refresh.basic },
-          }),
-        undefined,
-      ),
-    );
+    if (selected('OIDC token endpoint')) {
+      // The OpenID Provider's token endpoint: refresh_token grants of a user who signed in once.
+      const refresh = await signInOnce(workplace);
+      rows.push(
+        await compare(
+          'OIDC token endpoint (refresh_token grant)',
+          () =>
+            load(refresh.url, () => refresh.body, {
+              headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: refresh.basic },
+            }),
+          undefined,
+        ),
+      );
+    }
 
     // Sustained reads: RSS after warm-up against RSS after SOAK seconds.
-    if (SOAK > 0) {
+    if (SOAK > 0 && selected('sustained reads')) {
       const bodies = cycle(
         Array.from({ length: VARIANTS }, (_, i) => JSON.stringify(pick(READS, 1).body(i, LARGE))),
       );

@@ -709,7 +709,7 @@ async function main() {
         }
       }
       const upd: Row = {
-        scenario: `updateMany $inc (${UPDATE_MATCHES} docs matched)`,
+        scenario: `updateMany $inc (${Math.min(UPDATE_MATCHES, LARGE)} docs matched)`,
         api: ms(median(apiTimes)),
         rssPeak: peakUpdate,
         unit: 'ms/request',

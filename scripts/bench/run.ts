@@ -38,6 +38,8 @@ const VARIANTS = 200;
 const UPDATE_MATCHES = 10_000;
 /** Documents in one `group`: the count scenario that does the same work at every size. */
 const GROUP_SIZE = 100;
+/** How many values a field takes so that each holds `per` of `size` documents (`bucket`, `group`). */
+const partitions = (size: number, per: number) => Math.max(1, Math.floor(size / per));
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -190,8 +192,8 @@ async function call(method: string, url: string, body?: unknown): Promise<unknow
 }
 
 async function seed(workplace: string, collection: string, count: number) {
-  const buckets = Math.max(1, Math.floor(count / UPDATE_MATCHES));
-  const groups = Math.max(1, Math.floor(count / GROUP_SIZE));
+  const buckets = partitions(count, UPDATE_MATCHES);
+  const groups = partitions(count, GROUP_SIZE);
   await call('POST', `/v1/workplaces/${workplace}/storages`, { name: collection });
   let next = 0;
   const started = Date.now();
@@ -222,7 +224,9 @@ async function seed(workplace: string, collection: string, count: number) {
  * Makes the workplace an OpenID Provider with one user and one client, signs the user in with the
  * code flow (PKCE) as a browser would, and returns a refresh_token grant request to replay.
  */
-async function signInOnce(workplace: string): Promise<{ url: string; body: string; basic: string }> {
+async function signInOnce(
+  workplace: string,
+): Promise<{ url: string; body: string; headers: Record<string, string> }> {
   const login = 'ada@example.com';
   const password = randomBytes(12).toString('base64url');
   const redirect = 'http://127.0.0.1:9/callback';
@@ -285,10 +289,10 @@ async function signInOnce(workplace: string): Promise<{ url: string; body: strin
   if (!code) throw new Error(`sign-in did not come back with a code: ${end.url}`);
 
   const tokenUrl = `${issuer}/token`;
-  const form = { 'content-type': 'application/x-www-form-urlencoded', authorization: basic };
+  const headers = { 'content-type': 'application/x-www-form-urlencoded', authorization: basic };
   const tokens = await fetch(tokenUrl, {
     method: 'POST',
-    headers: form,
+    headers,
     body: new URLSearchParams({
       grant_type: 'authorization_code',
       code,
@@ -301,7 +305,7 @@ async function signInOnce(workplace: string): Promise<{ url: string; body: strin
   return {
     url: tokenUrl,
     body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: grant.refresh_token }).toString(),
-    basic,
+    headers,
   };
 }
 
@@ -490,7 +494,7 @@ const READS: ReadScenario[] = [
     indexed: true,
     sameWork: true,
     op: 'count',
-    body: (i, size) => ({ query: { group: (i * 7919) % Math.max(1, Math.floor(size / GROUP_SIZE)) } }),
+    body: (i, size) => ({ query: { group: (i * 7919) % partitions(size, GROUP_SIZE) } }),
   },
   {
     name: 'count, indexed filter (2% of the documents)',
@@ -573,10 +577,7 @@ async function main() {
           // updateMany: the compiler's WHERE, and the change as one SQL UPDATE.
           const vs: string[][] = [];
           for (let k = 0; k < VARIANTS; k++) {
-            const st = countStatement(
-              c,
-              parseFilter({ bucket: k % Math.max(1, Math.floor(LARGE / UPDATE_MATCHES)) }),
-            );
+            const st = countStatement(c, parseFilter({ bucket: k % partitions(LARGE, UPDATE_MATCHES) }));
             const where = st.text.slice(st.text.indexOf(' where ') + 7);
             statements.update = `update ${c.table} set doc = jsonb_set(doc, '{n}', to_jsonb(coalesce((doc->>'n')::numeric, 0) + 1)) where ${where}`;
             vs.push(st.values);
@@ -679,7 +680,7 @@ async function main() {
 
     if (selected('updateMany')) {
       // updateMany with $inc over 10,000 documents: time per request, sequentially.
-      const buckets = Math.max(1, Math.floor(LARGE / UPDATE_MATCHES));
+      const buckets = partitions(LARGE, UPDATE_MATCHES);
       const apiTimes: number[] = [];
       const baseTimes: number[] = [];
       let peakUpdate = 0;
@@ -773,7 +774,7 @@ async function main() {
           'OIDC token endpoint (refresh_token grant)',
           () =>
             load(refresh.url, () => refresh.body, {
-              headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: refresh.basic },
+              headers: refresh.headers,
             }),
           undefined,
         ),

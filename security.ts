@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Sql } from './db/sql.js';
 import { findOidcToken, findScopedToken, touchScopedToken } from './db/tokens.js';
@@ -6,13 +7,19 @@ import type { Caller } from './handlers/types.js';
 import { generateSecret, hashSecret, secretMatchesHash, secretsEqual, TOKEN_PREFIX } from './secrets.js';
 import type { Access } from './spec.js';
 
-export type Authenticator = (request: FastifyRequest) => Promise<Caller>;
+/**
+ * Who is calling, or a thrown 401. The admin token is checked without a promise: it is the most
+ * common caller, and every tick saved on it is saved on every request.
+ */
+export type Authenticator = (request: FastifyRequest) => Caller | Promise<Caller>;
 
 export interface SecurityDeps {
   sql: Sql;
   /** SHA-256 of the admin token. */
   adminTokenHash: Buffer;
 }
+
+const ADMIN: Caller = Object.freeze({ kind: 'admin' });
 
 /** How often last_used_at of a scoped token may be written. */
 export const LAST_USED_INTERVAL_SECONDS = 60;
@@ -42,10 +49,7 @@ export function createAuthenticators({ sql, adminTokenHash }: SecurityDeps): Rec
     );
   };
 
-  const xAuthToken: Authenticator = async (request) => {
-    const token = header(request, 'x-auth-token');
-    if (!token) throw errors.unauthorized('The X-Auth-Token header is missing.');
-    if (secretMatchesHash(token, adminTokenHash)) return { kind: 'admin' };
+  const scopedToken = async (request: FastifyRequest, token: string): Promise<Caller> => {
     // Looked up by its SHA-256: the database compares hashes, never the secret.
     const row = token.startsWith(`${TOKEN_PREFIX.scoped}_`)
       ? await findScopedToken(sql, hashSecret(token))
@@ -61,6 +65,25 @@ export function createAuthenticators({ sql, adminTokenHash }: SecurityDeps): Rec
       access: row.access,
       workplaces: new Set(row.workplaces),
     };
+  };
+
+  // The admin token as presented once its hash matched: later requests compare bytes in constant
+  // time instead of hashing, which is most of what authenticating the admin costs.
+  let adminToken: Buffer | undefined;
+  const isAdmin = (token: string) => {
+    if (adminToken) {
+      const presented = Buffer.from(token, 'utf8');
+      if (presented.length === adminToken.length && timingSafeEqual(presented, adminToken)) return true;
+    }
+    if (!secretMatchesHash(token, adminTokenHash)) return false;
+    adminToken = Buffer.from(token, 'utf8');
+    return true;
+  };
+
+  const xAuthToken: Authenticator = (request) => {
+    const token = header(request, 'x-auth-token');
+    if (!token) throw errors.unauthorized('The X-Auth-Token header is missing.');
+    return isAdmin(token) ? ADMIN : scopedToken(request, token);
   };
 
   // Compared against when the workplace is unknown, so that timing does not reveal which exist.

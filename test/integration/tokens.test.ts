@@ -120,6 +120,25 @@ describe('issuing a token', () => {
   });
 });
 
+describe('the admin token', () => {
+  // The server remembers the admin token once its hash matched (security.ts); what it remembers
+  // must admit that token only, not anything close to it.
+  it('keeps admitting the admin token, and nothing that differs from it in one character or in length', async () => {
+    const w = await t.createWorkplace();
+    const admin = t.adminToken;
+    const last = admin.at(-1) === 'A' ? 'B' : 'A';
+    for (let round = 0; round < 2; round++) {
+      expect((await getWorkplace(w, admin)).status).toBe(200);
+      for (const other of [`${admin.slice(0, -1)}${last}`, admin.slice(0, -1), `${admin}A`, admin.toLowerCase()]) {
+        if (other === admin) continue;
+        const res = await getWorkplace(w, other);
+        expect(res.status, other).toBe(401);
+        expect(res.body.detail).toBe('The X-Auth-Token is not valid.');
+      }
+    }
+  });
+});
+
 describe('using a scoped token', () => {
   it('reaches each workplace in its scope and nothing else, without revealing what exists', async () => {
     const a = await t.createWorkplace();

@@ -17,7 +17,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { openSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -320,6 +320,10 @@ interface Figures {
   mean?: number;
   /** The server's CPU time (user + system) per request, in microseconds. */
   cpu?: number;
+  /** PostgreSQL's (all its processes), in microseconds per request. */
+  pg?: number;
+  /** The whole machine's busy CPU time (every process, every core), in microseconds per request. */
+  machine?: number;
   requests?: number;
 }
 
@@ -373,13 +377,38 @@ async function load(
   };
 }
 
-/** Runs `work` (a load) and adds the CPU time the process `pid` spent per request meanwhile. */
+/** CPU time of every process whose command is `postgres` (the server and its backends), in ms. */
+async function postgresCpuMs(): Promise<number> {
+  let total = 0;
+  for (const pid of await readdir('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    const comm = await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '');
+    if (comm.trim() === 'postgres') total += await cpuMs(Number(pid));
+  }
+  return total;
+}
+
+/** Busy CPU time of the whole machine so far (all cores), in ms. */
+async function machineBusyMs(): Promise<number> {
+  const line = (await readFile('/proc/stat', 'utf8')).split('\n')[0] ?? '';
+  // user nice system idle iowait irq softirq, in 1/100 s; steal (other guests' time) is not ours.
+  const ticks = line.split(/\s+/).slice(1, 8).map(Number);
+  return [0, 1, 2, 5, 6].reduce((sum, i) => sum + (ticks[i] ?? 0), 0) * 10;
+}
+
+/**
+ * Runs `work` (a load) and adds the CPU time per request that the process `pid`, PostgreSQL and the
+ * whole machine spent meanwhile. On 2 shared cores requests/s follow the machine's figure: the
+ * server, PostgreSQL and this load generator compete for the same CPU.
+ */
 async function withCpu(pid: number | undefined, work: () => Promise<Figures>): Promise<Figures> {
   if (pid === undefined) return work();
-  const before = await cpuMs(pid);
+  const before = [await cpuMs(pid), await postgresCpuMs(), await machineBusyMs()] as const;
   const figures = await work();
-  const spent = (await cpuMs(pid)) - before;
-  return { ...figures, cpu: figures.requests ? (spent * 1000) / figures.requests : undefined };
+  const after = [await cpuMs(pid), await postgresCpuMs(), await machineBusyMs()] as const;
+  const n = figures.requests;
+  const per = (i: 0 | 1 | 2) => (n ? ((after[i] - before[i]) * 1000) / n : undefined);
+  return { ...figures, cpu: per(0), ...(embedded ? {} : { pg: per(1) }), machine: per(2) };
 }
 
 interface Row {
@@ -412,13 +441,18 @@ async function compare(
     if (baseRun) b.push(await withCpu(baselinePid, baseRun));
   }
   const med = (xs: Figures[]): Figures => {
-    const cpus = xs.flatMap((x) => (x.cpu === undefined ? [] : [x.cpu]));
+    const of = (k: 'cpu' | 'pg' | 'machine') => {
+      const v = xs.flatMap((x) => (x[k] === undefined ? [] : [x[k]]));
+      return v.length ? { [k]: median(v) } : {};
+    };
     return {
       rps: median(xs.map((x) => x.rps)),
       p50: median(xs.map((x) => x.p50)),
       p99: median(xs.map((x) => x.p99)),
       mean: median(xs.map((x) => x.mean ?? 0)),
-      ...(cpus.length ? { cpu: median(cpus) } : {}),
+      ...of('cpu'),
+      ...of('pg'),
+      ...of('machine'),
     };
   };
   const row: Row = { scenario, api: med(a), rssPeak, ...(baseRun ? { base: med(b) } : {}) };
@@ -531,7 +565,7 @@ async function main() {
       ['server.ts'],
       serverEnv,
       /Listening on (http:\/\/[^;\s"]+)/,
-      CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${CPU_PROF}`] : [],
+      CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.join(CPU_PROF, 'server')}`] : [],
     );
     api = (server.match[1] as string).replace(/\/$/, '');
     serverPid = server.child.pid as number;
@@ -593,6 +627,7 @@ async function main() {
         ['scripts/bench/baseline.ts'],
         { BENCH_BASELINE: JSON.stringify({ databaseUrl, poolMax: 10, statements }) },
         /listening (\d+)/,
+        CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.join(CPU_PROF, 'baseline')}`] : [],
       );
       baseline = `http://127.0.0.1:${base.match[1]}`;
       baselinePid = base.child.pid;
@@ -813,12 +848,15 @@ function report(
   targets: [string, boolean, string][],
 ) {
   const f = (n: number, d = 0) => n.toFixed(d).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  const cpu = (r: Row) =>
-    r.api.cpu === undefined ? '' : `${f(r.api.cpu)}${r.base?.cpu === undefined ? '' : ` / ${f(r.base.cpu)}`}`;
+  const cpu = (r: Row, k: 'cpu' | 'pg' | 'machine') => {
+    const a = r.api[k];
+    const b = r.base?.[k];
+    return a === undefined ? '' : `${f(a)}${b === undefined ? '' : ` / ${f(b)}`}`;
+  };
   const lines = [
     `\nBenchmark: ${embedded ? 'embedded PGlite' : 'PostgreSQL'}, ${SMALL} and ${LARGE} documents, ${CONNECTIONS} connections, median of ${RUNS} runs of ${DURATION} s, Node ${process.version}\n`,
-    '| scenario | unit | API | p50 ms | p99 ms | baseline | p50 ms | p99 ms | API / baseline | server CPU us/req (API / baseline) | server peak RSS MB |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| scenario | unit | API | p50 ms | p99 ms | baseline | p50 ms | p99 ms | API / baseline | CPU us/req (API / baseline): server | PostgreSQL | whole machine | server peak RSS MB |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     const unit = r.unit ?? 'req/s';
@@ -830,7 +868,7 @@ function report(
         : r.api.rps / r.base.rps
       : undefined;
     lines.push(
-      `| ${r.scenario} | ${unit} | ${value(r.api)} | ${r.api.p50} | ${r.api.p99} | ${r.base ? value(r.base) : 'n/a'} | ${r.base?.p50 ?? ''} | ${r.base?.p99 ?? ''} | ${ratio === undefined ? 'n/a' : ratio.toFixed(2)} | ${cpu(r)} | ${f(r.rssPeak)} |`,
+      `| ${r.scenario} | ${unit} | ${value(r.api)} | ${r.api.p50} | ${r.api.p99} | ${r.base ? value(r.base) : 'n/a'} | ${r.base?.p50 ?? ''} | ${r.base?.p99 ?? ''} | ${ratio === undefined ? 'n/a' : ratio.toFixed(2)} | ${cpu(r, 'cpu')} | ${cpu(r, 'pg')} | ${cpu(r, 'machine')} | ${f(r.rssPeak)} |`,
     );
   }
   lines.push(
@@ -854,7 +892,7 @@ function report(
     );
   lines.push(
     '',
-    `Server and baseline logs: ${logDir}${CPU_PROF ? `; server CPU profiles: ${CPU_PROF}` : ''}`,
+    `Server and baseline logs: ${logDir}${CPU_PROF ? `; CPU profiles of both: ${CPU_PROF}` : ''}`,
   );
   console.log(lines.join('\n'));
 }

@@ -5,7 +5,7 @@ import type { Filter } from './query/filter-ast.js';
 import { compileFilter } from './query/filter-sql.js';
 import { Params } from './query/params.js';
 import { compileSort, type SortKey } from './query/sort.js';
-import type { Sql } from './sql.js';
+import { CONFLICT_ATTEMPTS, retryingConflicts, type Sql, type TransactionSql } from './sql.js';
 
 /** Raised when an insert or upsert would duplicate `_id` or a unique index key. */
 export class DuplicateKeyError extends Error {}
@@ -185,7 +185,9 @@ export async function explain(sql: Sql, s: Statement): Promise<string> {
 export async function deleteDocuments(sql: Sql, c: CollectionRef, filter: Filter): Promise<number> {
   const params = new Params();
   const where = compileFilter(filter, { params, indexed: indexedPaths(c) });
-  const result = await sql.unsafe(`delete from ${c.table} where ${where}`, params.values);
+  const result = await retryingConflicts(() =>
+    sql.unsafe(`delete from ${c.table} where ${where}`, params.values),
+  );
   return result.count;
 }
 
@@ -200,12 +202,14 @@ export async function insertDocuments(sql: Sql, c: CollectionRef, docs: JsonObje
     seen.add(key);
   }
   try {
-    await sql.unsafe(
-      trackingMultikey(
-        c,
-        `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d`,
+    await retryingConflicts(() =>
+      sql.unsafe(
+        trackingMultikey(
+          c,
+          `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d`,
+        ),
+        [JSON.stringify(prepared)],
       ),
-      [JSON.stringify(prepared)],
     );
   } catch (err) {
     if ((err as { code?: string }).code === '23505') throw await describeDuplicate(sql, c, prepared, err);
@@ -263,61 +267,66 @@ export interface UpdateOutcome {
  * changed ones back in batched statements, all in one transaction: an error in any document
  * (such as $inc on a string) writes nothing.
  */
-export function updateDocuments(sql: Sql, c: CollectionRef, plan: UpdatePlan): Promise<UpdateOutcome> {
-  return sql
-    .begin(async (tx): Promise<UpdateOutcome> => {
-      const max = plan.maxMatches ?? MAX_UPDATE_MATCHES;
-      const params = new Params();
-      const where = compileFilter(plan.filter, { params, indexed: indexedPaths(c) });
-      const rows = await tx.unsafe<{ doc: JsonObject }[]>(
-        `select doc from ${c.table} where ${where} order by id limit ${params.int(max + 1)} for update`,
-        params.values,
+export async function updateDocuments(sql: Sql, c: CollectionRef, plan: UpdatePlan): Promise<UpdateOutcome> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await retryingConflicts(() => sql.begin((tx) => updateIn(tx, c, plan)));
+    } catch (err) {
+      if ((err as { code?: string }).code !== '23505') throw err;
+      const constraint = (err as { constraint_name?: string }).constraint_name ?? '';
+      const unique = /^x(\d+)_u$/.exec(constraint);
+      const ix = unique ? c.indexes.find((i) => i.id === unique[1]) : undefined;
+      // Another request inserted the document this upsert was about to insert: it matches now,
+      // so the upsert runs again and updates it, as it would have done a moment later.
+      if (!ix && plan.upsert && attempt < CONFLICT_ATTEMPTS) continue;
+      throw new DuplicateKeyError(
+        ix
+          ? `The update would give two documents the same value for the unique index '${ix.name}'; nothing was written.`
+          : 'The upsert would insert an _id that already exists; nothing was written.',
       );
-      if (rows.length > max) {
-        throw new QueryError(
-          `The update matches more than ${max} documents; narrow the query and update in parts.`,
-        );
-      }
-      if (rows.length === 0 && plan.upsert) {
-        const doc = prepareDocument(plan.upsert());
-        await tx.unsafe(
-          trackingMultikey(
-            c,
-            `insert into ${c.table} (id, doc) values (mdb.key($1::text::jsonb -> '_id'), $1::text::jsonb)`,
-          ),
-          [JSON.stringify(doc)],
-        );
-        return { matchedCount: 0, modifiedCount: 0, upsertedId: doc._id as Json };
-      }
-      const changed: JsonObject[] = [];
-      for (const { doc } of rows) {
-        const next = plan.apply(doc);
-        if (plan.modified(doc, next)) changed.push(prepareDocument(next));
-      }
-      for (let i = 0; i < changed.length; i += WRITE_BATCH) {
-        await tx.unsafe(
-          trackingMultikey(
-            c,
-            `update ${c.table} as t set doc = u.d
+    }
+  }
+}
+
+async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan): Promise<UpdateOutcome> {
+  const max = plan.maxMatches ?? MAX_UPDATE_MATCHES;
+  const params = new Params();
+  const where = compileFilter(plan.filter, { params, indexed: indexedPaths(c) });
+  const rows = await tx.unsafe<{ doc: JsonObject }[]>(
+    `select doc from ${c.table} where ${where} order by id limit ${params.int(max + 1)} for update`,
+    params.values,
+  );
+  if (rows.length > max) {
+    throw new QueryError(
+      `The update matches more than ${max} documents; narrow the query and update in parts.`,
+    );
+  }
+  if (rows.length === 0 && plan.upsert) {
+    const doc = prepareDocument(plan.upsert());
+    await tx.unsafe(
+      trackingMultikey(
+        c,
+        `insert into ${c.table} (id, doc) values (mdb.key($1::text::jsonb -> '_id'), $1::text::jsonb)`,
+      ),
+      [JSON.stringify(doc)],
+    );
+    return { matchedCount: 0, modifiedCount: 0, upsertedId: doc._id as Json };
+  }
+  const changed: JsonObject[] = [];
+  for (const { doc } of rows) {
+    const next = plan.apply(doc);
+    if (plan.modified(doc, next)) changed.push(prepareDocument(next));
+  }
+  for (let i = 0; i < changed.length; i += WRITE_BATCH) {
+    await tx.unsafe(
+      trackingMultikey(
+        c,
+        `update ${c.table} as t set doc = u.d
              from (select mdb.key(x -> '_id') as k, x as d from jsonb_array_elements($1::text::jsonb) as x) as u
              where t.id = u.k`,
-          ),
-          [JSON.stringify(changed.slice(i, i + WRITE_BATCH))],
-        );
-      }
-      return { matchedCount: rows.length, modifiedCount: changed.length };
-    })
-    .catch(async (err) => {
-      if ((err as { code?: string }).code === '23505') {
-        const constraint = (err as { constraint_name?: string }).constraint_name ?? '';
-        const unique = /^x(\d+)_u$/.exec(constraint);
-        const ix = unique ? c.indexes.find((i) => i.id === unique[1]) : undefined;
-        throw new DuplicateKeyError(
-          ix
-            ? `The update would give two documents the same value for the unique index '${ix.name}'; nothing was written.`
-            : 'The upsert would insert an _id that already exists; nothing was written.',
-        );
-      }
-      throw err;
-    });
+      ),
+      [JSON.stringify(changed.slice(i, i + WRITE_BATCH))],
+    );
+  }
+  return { matchedCount: rows.length, modifiedCount: changed.length };
 }

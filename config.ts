@@ -1,6 +1,9 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 
+/** How long one statement of a request may run on PostgreSQL before it is cancelled (503). */
+export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /**
@@ -37,6 +40,9 @@ const EnvSchema = Type.Object({
   BODY_LIMIT: Type.Optional(
     Type.String({ pattern: '^[0-9]+$', description: 'a number of bytes from 1024 to 268435456' }),
   ),
+  STATEMENT_TIMEOUT_MS: Type.Optional(
+    Type.String({ pattern: '^[0-9]+$', description: 'milliseconds: 0 (no limit) or from 100 to 3600000' }),
+  ),
 });
 type Env = Static<typeof EnvSchema>;
 
@@ -56,6 +62,8 @@ export interface Config {
   readonly logLevel: (typeof LOG_LEVELS)[number];
   readonly dbPoolMax: number;
   readonly bodyLimit: number;
+  /** PostgreSQL's statement_timeout for requests' statements; 0 for none. */
+  readonly statementTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -118,6 +126,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     256 * 1024 * 1024,
   );
 
+  let statementTimeoutMs = DEFAULT_STATEMENT_TIMEOUT_MS;
+  if (e.STATEMENT_TIMEOUT_MS !== undefined && Number(e.STATEMENT_TIMEOUT_MS) === 0) statementTimeoutMs = 0;
+  else
+    statementTimeoutMs = intInRange(
+      problems,
+      'STATEMENT_TIMEOUT_MS',
+      e.STATEMENT_TIMEOUT_MS,
+      DEFAULT_STATEMENT_TIMEOUT_MS,
+      100,
+      3_600_000,
+    );
+
   if (relevant.DATABASE_URL && !relevant.ADMIN_TOKEN) {
     problems.push(
       'ADMIN_TOKEN: is required when DATABASE_URL is set (only the embedded database generates one)',
@@ -137,6 +157,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     logLevel: e.LOG_LEVEL ?? 'info',
     dbPoolMax,
     bodyLimit,
+    statementTimeoutMs,
   });
 }
 

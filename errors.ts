@@ -199,7 +199,10 @@ export function toAppError(err: unknown, bodyLimit: number): AppError {
     case '23505':
       return new AppError(409, 'DUPLICATE_KEY', 'A unique key is already taken.', { cause: err });
     case '57014':
-      return errors.serviceUnavailable('The query took too long and was cancelled.', err);
+      return errors.serviceUnavailable(
+        'The statement ran longer than the statement timeout and was cancelled: narrow the query, add an index, or retry when the database is less busy.',
+        err,
+      );
   }
   // Class 22 (data exception): a value from the request that PostgreSQL cannot take, such as a
   // regex it cannot compile or a string holding \u0000. The message names the value's problem.

@@ -159,6 +159,8 @@ export async function createIndex(
 ): Promise<CreateIndexResult> {
   try {
     return await sql.begin(async (tx): Promise<CreateIndexResult> => {
+      // Building the btrees takes as long as the collection is big; the request timeout is for queries.
+      await tx`set local statement_timeout = 0`;
       const [row] = await tx<{ id: string }[]>`
         insert into collection_indexes (collection_id, name, key, is_unique)
         values (${c.id}, ${name}, ${tx.json(key)}, ${unique})

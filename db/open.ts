@@ -11,7 +11,7 @@ export interface Database {
 
 /** PostgreSQL when DATABASE_URL is set; otherwise embedded PGlite in DATA_DIR, behind one driver. */
 export async function openDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolMax'>,
+  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolMax'> & Partial<Pick<Config, 'statementTimeoutMs'>>,
   log?: { info(msg: string): void },
 ): Promise<Database> {
   if (config.databaseUrl) {
@@ -20,7 +20,12 @@ export async function openDatabase(
       connect_timeout: 10,
       idle_timeout: 60,
       onnotice: () => {},
-      connection: { application_name: 'workplace-platform' },
+      connection: {
+        application_name: 'workplace-platform',
+        // Every statement of every request is bounded; index builds and maintenance lift it for
+        // themselves (withoutStatementTimeout). PGlite cannot interrupt a statement, so it has none.
+        ...(config.statementTimeoutMs ? { statement_timeout: config.statementTimeoutMs } : {}),
+      },
     });
     log?.info(`database: PostgreSQL (pool of ${config.dbPoolMax})`);
     return { sql, kind: 'postgres', close: () => sql.end({ timeout: 5 }) };

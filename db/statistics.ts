@@ -1,4 +1,4 @@
-import type { Sql } from './sql.js';
+import { type Sql, withoutStatementTimeout } from './sql.js';
 
 /** Rows written to a table since it was last analysed, before it is analysed again. */
 const MIN_CHANGES = 1000;
@@ -72,7 +72,7 @@ export class Statistics {
     });
     const changed = state.changed;
     try {
-      await this.sql.unsafe(`${command} ${table}`);
+      await withoutStatementTimeout(this.sql, (conn) => conn.unsafe(`${command} ${table}`));
       const [row] = await this.sql.unsafe<{ n: number }[]>(
         `select reltuples::float8 as n from pg_class where oid = $1::text::regclass`,
         [table],

@@ -1,9 +1,8 @@
 import { randomInt } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import postgres from 'postgres';
 import { buildApp } from '../../app.js';
-import { openEmbedded } from '../../db/embedded.js';
 import { migrate } from '../../db/migrate.js';
+import { openDatabase } from '../../db/open.js';
 import type { Sql } from '../../db/sql.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
 import { createResponseChecker } from './contract.js';
@@ -48,24 +47,26 @@ export function randomName(prefix = 't'): string {
   return s;
 }
 
-/** The database the suite runs on: PostgreSQL when DATABASE_URL is set, else in-memory PGlite. */
-export async function openTestDatabase(): Promise<{
+/**
+ * The database the suite runs on, opened as the server opens it: PostgreSQL when DATABASE_URL is
+ * set, else in-memory PGlite.
+ */
+export async function openTestDatabase(options: { statementTimeoutMs?: number } = {}): Promise<{
   sql: Sql;
   kind: 'postgres' | 'embedded';
   close(): Promise<void>;
 }> {
-  const url = process.env.DATABASE_URL;
-  if (url) {
-    const sql = postgres(url, { max: 4, onnotice: () => {} });
-    return { sql, kind: 'postgres', close: () => sql.end({ timeout: 5 }) };
-  }
-  const db = await openEmbedded({ dataDir: 'memory://' });
-  return { sql: db.sql, kind: 'embedded', close: () => db.close() };
+  return openDatabase({
+    databaseUrl: process.env.DATABASE_URL || undefined,
+    dataDir: 'memory://',
+    dbPoolMax: 4,
+    ...options,
+  });
 }
 
 /** Builds the same app the server builds, on a real database, with every response checked against the spec. */
-export async function startTestApp(): Promise<TestApp> {
-  const db = await openTestDatabase();
+export async function startTestApp(options: { statementTimeoutMs?: number } = {}): Promise<TestApp> {
+  const db = await openTestDatabase(options);
   await migrate(db.sql);
   const adminToken = generateSecret(TOKEN_PREFIX.admin);
   const app = await buildApp({ sql: db.sql, adminTokenHash: hashSecret(adminToken) });

@@ -32,6 +32,7 @@ describe('loadConfig', () => {
       logLevel: 'info',
       dbPoolMax: 10,
       bodyLimit: 16 * 1024 * 1024,
+      statementTimeoutMs: 30_000,
     } satisfies Config);
   });
 
@@ -94,6 +95,10 @@ describe('loadConfig', () => {
     ['BODY_LIMIT', { BODY_LIMIT: '1048576' }, { bodyLimit: 1048576 }],
     ['BODY_LIMIT min', { BODY_LIMIT: '1024' }, { bodyLimit: 1024 }],
     ['BODY_LIMIT max', { BODY_LIMIT: String(256 * 1024 * 1024) }, { bodyLimit: 256 * 1024 * 1024 }],
+    ['STATEMENT_TIMEOUT_MS', { STATEMENT_TIMEOUT_MS: '5000' }, { statementTimeoutMs: 5000 }],
+    ['STATEMENT_TIMEOUT_MS off', { STATEMENT_TIMEOUT_MS: '0' }, { statementTimeoutMs: 0 }],
+    ['STATEMENT_TIMEOUT_MS min', { STATEMENT_TIMEOUT_MS: '100' }, { statementTimeoutMs: 100 }],
+    ['STATEMENT_TIMEOUT_MS max', { STATEMENT_TIMEOUT_MS: '3600000' }, { statementTimeoutMs: 3_600_000 }],
   ])('accepts %s', (_label, env, expected) => {
     expect(loadConfig(env)).toMatchObject(expected);
   });
@@ -127,6 +132,10 @@ describe('loadConfig', () => {
     ['BODY_LIMIT', String(256 * 1024 * 1024 + 1)],
     ['BODY_LIMIT', '16MiB'],
     ['BODY_LIMIT', '99999999999999999999'],
+    ['STATEMENT_TIMEOUT_MS', '99'],
+    ['STATEMENT_TIMEOUT_MS', '3600001'],
+    ['STATEMENT_TIMEOUT_MS', '30s'],
+    ['STATEMENT_TIMEOUT_MS', '-1'],
   ])('rejects %s=%j, naming the variable', (name, value) => {
     const env: Record<string, string> = { [name]: value };
     // DATABASE_URL needs ADMIN_TOKEN; give it one so that DATABASE_URL itself is the only problem.
@@ -195,8 +204,18 @@ describe('loadConfig', () => {
         LOG_LEVEL: 'loud',
         DB_POOL_MAX: '1000',
         BODY_LIMIT: '1',
+        STATEMENT_TIMEOUT_MS: '1',
       },
-      ['PORT', 'PUBLIC_URL', 'DATABASE_URL', 'ADMIN_TOKEN', 'LOG_LEVEL', 'DB_POOL_MAX', 'BODY_LIMIT'],
+      [
+        'PORT',
+        'PUBLIC_URL',
+        'DATABASE_URL',
+        'ADMIN_TOKEN',
+        'LOG_LEVEL',
+        'DB_POOL_MAX',
+        'BODY_LIMIT',
+        'STATEMENT_TIMEOUT_MS',
+      ],
     ],
   ])('reports every bad variable at once: %s', (_label, env, expected) => {
     const err = configError(env);

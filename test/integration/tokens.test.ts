@@ -129,7 +129,12 @@ describe('the admin token', () => {
     const last = admin.at(-1) === 'A' ? 'B' : 'A';
     for (let round = 0; round < 2; round++) {
       expect((await getWorkplace(w, admin)).status).toBe(200);
-      for (const other of [`${admin.slice(0, -1)}${last}`, admin.slice(0, -1), `${admin}A`, admin.toLowerCase()]) {
+      for (const other of [
+        `${admin.slice(0, -1)}${last}`,
+        admin.slice(0, -1),
+        `${admin}A`,
+        admin.toLowerCase(),
+      ]) {
         if (other === admin) continue;
         const res = await getWorkplace(w, other);
         expect(res.status, other).toBe(401);

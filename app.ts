@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -47,6 +48,8 @@ export interface AppDeps {
 }
 
 export const DEFAULT_BODY_LIMIT = 16 * 1024 * 1024;
+/** The longest path parameter the router accepts; names are at most 64 characters, ids 36. */
+export const MAX_PARAM_LENGTH = 100;
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
@@ -228,7 +231,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // One line per request (in onResponse below) instead of Fastify's two: logging is a
     // measurable share of a small request's cost (see scripts/bench).
     logController: new LogController({ disableRequestLogging: true }),
-    routerOptions: { ignoreTrailingSlash: false },
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
+    // Paths the router cannot even decode (bad percent escapes, overlong parameters) get the same
+    // problem+json as every other error.
+    frameworkErrors: (err, request, reply) => sendError(err, request, reply, bodyLimit),
   });
 
   app.decorateRequest<Caller | null>('caller', null);
@@ -252,15 +258,18 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // "Content-Type: application/json" and nothing else (as the interface describes) works.
   app.removeAllContentTypeParsers();
   const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw, done) => {
+    // Decoding would silently turn bytes that are not UTF-8 into U+FFFD and store that instead.
+    if (!isUtf8(raw as Buffer)) return done(errors.invalidJson('it is not valid UTF-8'), undefined);
+    const body = (raw as Buffer).toString('utf8');
     if (body === '') return done(null, undefined);
-    if (jsonNestsDeeperThan(body as string, MAX_JSON_DEPTH)) {
+    if (jsonNestsDeeperThan(body, MAX_JSON_DEPTH)) {
       return done(
         errors.validation([{ in: 'body', path: '', message: `nests deeper than ${MAX_JSON_DEPTH} levels` }]),
         undefined,
       );
     }
-    parseJson(request, body as string, done);
+    parseJson(request, body, done);
   });
   // The spec declares problem+json for responses only; registering a parser that refuses it keeps
   // fastify-openapi-glue from warning about a missing one, and requests sent with it still get 415.

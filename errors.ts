@@ -190,6 +190,8 @@ export function toAppError(err: unknown, bodyLimit: number): AppError {
   switch (code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return errors.unsupportedMediaType(message.replace(/^Unsupported Media Type:?\s*/i, '') || undefined);
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return errors.badRequest('A path parameter is longer than 100 characters.');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return errors.payloadTooLarge(bodyLimit);
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':

@@ -51,21 +51,27 @@ export function randomName(prefix = 't'): string {
  * The database the suite runs on, opened as the server opens it: PostgreSQL when DATABASE_URL is
  * set, else in-memory PGlite.
  */
-export async function openTestDatabase(options: { statementTimeoutMs?: number } = {}): Promise<{
+export interface TestDatabaseOptions {
+  statementTimeoutMs?: number;
+  /** Another PostgreSQL database than DATABASE_URL's (with DATABASE_URL set). */
+  databaseUrl?: string;
+}
+
+export async function openTestDatabase(options: TestDatabaseOptions = {}): Promise<{
   sql: Sql;
   kind: 'postgres' | 'embedded';
   close(): Promise<void>;
 }> {
   return openDatabase({
-    databaseUrl: process.env.DATABASE_URL || undefined,
+    databaseUrl: options.databaseUrl ?? (process.env.DATABASE_URL || undefined),
     dataDir: 'memory://',
     dbPoolMax: 4,
-    ...options,
+    ...(options.statementTimeoutMs !== undefined ? { statementTimeoutMs: options.statementTimeoutMs } : {}),
   });
 }
 
 /** Builds the same app the server builds, on a real database, with every response checked against the spec. */
-export async function startTestApp(options: { statementTimeoutMs?: number } = {}): Promise<TestApp> {
+export async function startTestApp(options: TestDatabaseOptions = {}): Promise<TestApp> {
   const db = await openTestDatabase(options);
   await migrate(db.sql);
   const adminToken = generateSecret(TOKEN_PREFIX.admin);

@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The fault tests stop databases and kill servers: `npm run test:faults` runs them, once.
+    exclude: ['test/faults/**', '**/node_modules/**'],
     // PGlite takes seconds to start and a real database round trip is not a unit test's budget.
     testTimeout: 30_000,
     hookTimeout: 60_000,

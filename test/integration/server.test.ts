@@ -225,6 +225,14 @@ describe('server.ts on the embedded database', () => {
         .poll(() => configured.stdout(), { timeout: 5_000 })
         .toContain('SIGTERM received; finishing in-flight requests');
       expect(configured.child.exitCode).toBeNull();
+      // Meanwhile new requests are refused: a new connection finds nothing listening, one kept
+      // alive from before gets 503.
+      const late = await fetch(`${configured.url}/healthz`).then(
+        (r) => r.status,
+        () => 'refused',
+      );
+      expect([503, 'refused']).toContain(late);
+      expect(configured.child.exitCode).toBeNull();
 
       socket.write(body.slice(5));
       await expect.poll(() => response, { timeout: 10_000 }).toContain(`"name":"${name}"`);
@@ -373,6 +381,98 @@ describe('server.ts on PostgreSQL', () => {
         expect(again.stdout()).not.toMatch(/applied \d+ migration/);
       } finally {
         expect(await again.stop()).toEqual({ code: 0, signal: null });
+      }
+    },
+    TEST_TIMEOUT,
+  );
+});
+
+describe('secrets in what the server writes and answers', () => {
+  it(
+    'never writes a token, secret or password to its log, nor echoes one in an error',
+    async () => {
+      const admin = randomBytes(36).toString('base64url');
+      const server = await startServer({ DATA_DIR: unusedPath(), ADMIN_TOKEN: admin, LOG_LEVEL: 'trace' });
+      const secrets: Record<string, string> = { 'the admin token': admin };
+      const answers: string[] = [];
+      const call = async (method: string, path: string, opts: { token?: string; body?: unknown } = {}) => {
+        const res = await api(server, method, path, { token: admin, ...opts });
+        answers.push(res.text);
+        return res;
+      };
+      const w = randomName();
+      expect((await call('POST', '/v1/workplaces', { body: { name: w } })).status).toBe(201);
+
+      // Every kind of secret the server issues or takes, each used once.
+      const scoped = await call('POST', '/v1/tokens', { body: { workplaces: [w], access: 'read_write' } });
+      secrets['a scoped token'] = (scoped.json as { result: { token: string } }).result.token;
+      expect((await call('GET', `/v1/workplaces/${w}`, { token: secrets['a scoped token'] })).status).toBe(
+        200,
+      );
+      const settings = await call('GET', `/v1/workplaces/${w}/oidc`);
+      const oidcToken = (settings.json as { result: { token: string } }).result.token;
+      const registration = await fetch(`${server.url}/oidc/${w}/oidc/registration`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorizarion: `Bearer ${oidcToken}` },
+        body: JSON.stringify({ redirect_uris: ['https://app.example/cb'] }),
+      });
+      const registered = await registration.text();
+      answers.push(registered);
+      const client = (JSON.parse(registered) as { result: { client_id: string; client_secret: string } })
+        .result;
+      secrets['a client secret'] = client.client_secret;
+      await call('POST', `/v1/workplaces/${w}/storages`, { body: { name: 'users' } });
+      await call('POST', `/v1/workplaces/${w}/storages/users/create`, {
+        body: { docs: [{ _id: 'ada', email: 'ada@acme.example' }] },
+      });
+      secrets['a password'] = `pw-${randomBytes(12).toString('base64url')}`;
+      const set = await call('POST', `/v1/workplaces/${w}/oidc/password`, {
+        body: { login: 'ada@acme.example', password: secrets['a password'] },
+      });
+      expect(set.status).toBe(204);
+
+      // The same secrets where they do not belong, and wrong ones, in requests that fail.
+      secrets['a wrong admin-looking token'] = `wpa_${randomBytes(32).toString('base64url')}`;
+      expect(
+        (await call('GET', `/v1/workplaces/${w}`, { token: secrets['a wrong admin-looking token'] })).status,
+      ).toBe(401);
+      expect(
+        (await call('GET', '/v1/workplaces/nosuchplace', { token: secrets['a scoped token'] })).status,
+      ).toBe(404);
+      const wrongPassword = `pw-${randomBytes(12).toString('base64url')}`;
+      secrets['a password that is too long'] = `${wrongPassword}${'x'.repeat(1100)}`;
+      expect(
+        (
+          await call('POST', `/v1/workplaces/${w}/oidc/password`, {
+            body: { login: 'ada@acme.example', password: secrets['a password that is too long'] },
+          })
+        ).status,
+      ).toBe(400);
+      const grant = await fetch(`${server.url}/oidc/${w}/token`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`,
+        },
+        body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'not-a-token' }).toString(),
+      });
+      expect(grant.status).toBe(400);
+      answers.push(await grant.text());
+
+      expect(await server.stop()).toEqual({ code: 0, signal: null });
+      const log = `${server.stdout()}\n${server.stderr()}`;
+      expect(logLines(server.stdout()).length).toBeGreaterThan(10);
+      for (const [what, secret] of Object.entries(secrets)) {
+        expect(log.includes(secret), `${what} is in the log`).toBe(false);
+      }
+      // Answers carry a secret only where the interface says so: the scoped token and client
+      // secret once, when issued, and the OIDC token from GET .../oidc.
+      const issued = new Set([secrets['a scoped token'], secrets['a client secret']]);
+      for (const [what, secret] of Object.entries(secrets)) {
+        const carrying = answers.filter((a) => a.includes(secret));
+        expect(carrying.length, `${what} is echoed in ${carrying.length} answers`).toBe(
+          issued.has(secret) ? 1 : 0,
+        );
       }
     },
     TEST_TIMEOUT,

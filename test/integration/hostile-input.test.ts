@@ -442,4 +442,30 @@ describe('hostile input generated from openapi.yaml', () => {
     expect(counts.sent).toBeGreaterThanOrEqual(5000);
     expect(await snapshot()).toEqual(before);
   }, 600_000);
+
+  // Valid patterns that make a backtracking engine (JavaScript's, PCRE's) take exponential time. The
+  // server never runs a client's regex in JavaScript, and PostgreSQL's engine does not backtrack on
+  // these: they are valid queries, answered at once.
+  it.each(['(a+)+$', '(a|aa)*c', '^(a|a?)+$', '^(a?){30}a{30}$', '(x+x+)+y', '(.*a){25}$'])(
+    'answers the catastrophic regex %s at once',
+    async (pattern) => {
+      const url = `/v1/workplaces/${workplace}/storages/users`;
+      await t.request({ method: 'POST', url: `${url}/delete`, body: { query: { _id: 'long' } } });
+      const created = await t.request({
+        method: 'POST',
+        url: `${url}/create`,
+        body: { docs: [{ _id: 'long', s: `${'a'.repeat(5000)}!` }] },
+      });
+      expect(created.status).toBe(201);
+      const started = Date.now();
+      const res = await t.request({
+        method: 'POST',
+        url: `${url}/count`,
+        body: { query: { s: { $regex: pattern } } },
+      });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.result.count).toBe(0);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    },
+  );
 });

@@ -21,6 +21,7 @@ import { type AppError, errors, toAppError } from './errors.js';
 import { createHandlers } from './handlers/index.js';
 import type { Caller, Handler, Handlers, Input, OperationId } from './handlers/types.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
+import { mayHoldOutOfRangeNumber, nonFiniteNumberAt } from './json-numbers.js';
 import { registerOidcProvider } from './oidc/routes.js';
 import { type Authenticator, authorize, createAuthenticators } from './security.js';
 import { loadSpec, type OpenApiDocument, type SpecOperation, specOperations } from './spec.js';
@@ -269,7 +270,20 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         undefined,
       );
     }
-    parseJson(request, body, done);
+    parseJson(request, body, (err: Error | null, value?: unknown) => {
+      const outOfRange = !err && mayHoldOutOfRangeNumber(body) ? nonFiniteNumberAt(value) : undefined;
+      if (outOfRange === undefined) return done(err, value);
+      done(
+        errors.validation([
+          {
+            in: 'body',
+            path: outOfRange,
+            message: 'is a number beyond the range of a double (such as 1e999)',
+          },
+        ]),
+        undefined,
+      );
+    });
   });
   // The spec declares problem+json for responses only; registering a parser that refuses it keeps
   // fastify-openapi-glue from warning about a missing one, and requests sent with it still get 415.

@@ -371,6 +371,20 @@ function* mutantsOf(op: SpecOperation): Generator<Mutant> {
   for (const [what, payload, contentType] of HOSTILE_PAYLOADS) {
     yield { what, method, url: valid.url, payload, contentType };
   }
+  // The valid body with its first number beyond a double's range: parsed, it would be Infinity,
+  // and stored as null.
+  const withHugeNumber = JSON.stringify(
+    op.operationId === 'createDocuments' ? { docs: [{ n: 1 }] } : base,
+  ).replace(/:-?\d+(\.\d+)?(?=[,}\]])/, ':1e999');
+  if (withHugeNumber.includes('1e999')) {
+    yield {
+      what: 'a number beyond a double',
+      method,
+      url: valid.url,
+      payload: withHugeNumber,
+      contentType: 'application/json',
+    };
+  }
   // The valid body with two bytes that are not UTF-8 inside its last string: decoded leniently it
   // would still be valid, and U+FFFD would be stored in their place.
   const text = JSON.stringify(base);

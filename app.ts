@@ -1,4 +1,3 @@
-import { isUtf8 } from 'node:buffer';
 import { STATUS_CODES } from 'node:http';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -17,11 +16,10 @@ import openapiGlue from 'fastify-openapi-glue';
 import { CatalogCache } from './db/catalog-cache.js';
 import type { Sql } from './db/sql.js';
 import { Statistics } from './db/statistics.js';
-import { type AppError, errors, toAppError } from './errors.js';
+import { type AppError, errors, MAX_PATH_PARAMETER_LENGTH, toAppError } from './errors.js';
 import { createHandlers } from './handlers/index.js';
 import type { Caller, Handler, Handlers, Input, OperationId } from './handlers/types.js';
-import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
-import { mayHoldOutOfRangeNumber, nonFiniteNumberAt } from './json-numbers.js';
+import { jsonBodyParser, type ParseJson } from './json-body.js';
 import { registerOidcProvider } from './oidc/routes.js';
 import { type Authenticator, authorize, createAuthenticators } from './security.js';
 import { loadSpec, type OpenApiDocument, type SpecOperation, specOperations } from './spec.js';
@@ -49,8 +47,6 @@ export interface AppDeps {
 }
 
 export const DEFAULT_BODY_LIMIT = 16 * 1024 * 1024;
-/** The longest path parameter the router accepts; names are at most 64 characters, ids 36. */
-export const MAX_PARAM_LENGTH = 100;
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
@@ -232,7 +228,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // One line per request (in onResponse below) instead of Fastify's two: logging is a
     // measurable share of a small request's cost (see scripts/bench).
     logController: new LogController({ disableRequestLogging: true }),
-    routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PARAM_LENGTH },
+    routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PATH_PARAMETER_LENGTH },
     // Paths the router cannot even decode (bad percent escapes, overlong parameters) get the same
     // problem+json as every other error.
     frameworkErrors: (err, request, reply) => sendError(err, request, reply, bodyLimit),
@@ -258,33 +254,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   // Only JSON bodies are accepted. An empty body is allowed so that a DELETE sent with
   // "Content-Type: application/json" and nothing else (as the interface describes) works.
   app.removeAllContentTypeParsers();
-  const parseJson = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, raw, done) => {
-    // Decoding would silently turn bytes that are not UTF-8 into U+FFFD and store that instead.
-    if (!isUtf8(raw as Buffer)) return done(errors.invalidJson('it is not valid UTF-8'), undefined);
-    const body = (raw as Buffer).toString('utf8');
-    if (body === '') return done(null, undefined);
-    if (jsonNestsDeeperThan(body, MAX_JSON_DEPTH)) {
-      return done(
-        errors.validation([{ in: 'body', path: '', message: `nests deeper than ${MAX_JSON_DEPTH} levels` }]),
-        undefined,
-      );
-    }
-    parseJson(request, body, (err: Error | null, value?: unknown) => {
-      const outOfRange = !err && mayHoldOutOfRangeNumber(body) ? nonFiniteNumberAt(value) : undefined;
-      if (outOfRange === undefined) return done(err, value);
-      done(
-        errors.validation([
-          {
-            in: 'body',
-            path: outOfRange,
-            message: 'is a number beyond the range of a double (such as 1e999)',
-          },
-        ]),
-        undefined,
-      );
-    });
-  });
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'buffer' },
+    jsonBodyParser(app.getDefaultJsonParser('error', 'error') as ParseJson),
+  );
   // The spec declares problem+json for responses only; registering a parser that refuses it keeps
   // fastify-openapi-glue from warning about a missing one, and requests sent with it still get 415.
   app.addContentTypeParser('application/problem+json', (request, _payload, done) =>

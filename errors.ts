@@ -65,6 +65,9 @@ function oauthErrorOfValidation(errs: FieldError[]): OAuthErrorCode {
     : 'invalid_client_metadata';
 }
 
+/** The longest path parameter the router accepts: names are at most 64 characters, ids 36. */
+export const MAX_PATH_PARAMETER_LENGTH = 100;
+
 /** Seconds a client should wait before retrying when the database is unreachable. */
 export const RETRY_AFTER_SECONDS = 5;
 
@@ -191,7 +194,7 @@ export function toAppError(err: unknown, bodyLimit: number): AppError {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return errors.unsupportedMediaType(message.replace(/^Unsupported Media Type:?\s*/i, '') || undefined);
     case 'FST_ERR_MAX_PARAM_LENGTH':
-      return errors.badRequest('A path parameter is longer than 100 characters.');
+      return errors.badRequest(`A path parameter is longer than ${MAX_PATH_PARAMETER_LENGTH} characters.`);
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return errors.payloadTooLarge(bodyLimit);
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':

@@ -36,6 +36,9 @@ export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]>
 export async function migrate(sql: Sql, dir = MIGRATIONS_DIR): Promise<string[]> {
   const migrations = await loadMigrations(dir);
   return sql.begin(async (tx) => {
+    // Waiting for another server's migrations, or rewriting a big table, may take longer than a
+    // request's statement timeout; a server that gave up here would not start.
+    await tx`set local statement_timeout = 0`;
     await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK_KEY}::bigint)`;
     await tx`
       create table if not exists schema_migrations (

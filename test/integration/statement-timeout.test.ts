@@ -1,6 +1,7 @@
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findCollection } from '../../db/collections.js';
+import { MIGRATION_LOCK_KEY, migrate } from '../../db/migrate.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 const DATABASE_URL = process.env.DATABASE_URL;
@@ -76,6 +77,16 @@ describe.runIf(DATABASE_URL)('the statement timeout', () => {
     expect(res.status, res.text).toBe(503);
     const after = await t.request({ method: 'POST', url: `${url}/read`, body: {} });
     expect(after.body.result).toEqual([{ _id: 1, a: 1 }]);
+  });
+
+  it('does not apply to migrations, which wait for another server migrating the same database', async () => {
+    let applied: Promise<string[]> | undefined;
+    await other.begin(async (tx) => {
+      await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK_KEY}::bigint)`;
+      applied = migrate(t.sql);
+      await new Promise((r) => setTimeout(r, 3 * TIMEOUT_MS));
+    });
+    expect(await applied).toEqual([]);
   });
 
   it('does not apply to index builds, which take as long as the collection needs', async () => {

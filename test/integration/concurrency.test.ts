@@ -28,6 +28,15 @@ async function collection(docs: object[] = []): Promise<{ w: string; url: string
   return { w, url: storage(w, 'c') };
 }
 
+async function uniqueEmailIndex(url: string): Promise<void> {
+  const res = await t.request({
+    method: 'POST',
+    url: `${url}/indexes`,
+    body: { name: 'byEmail', key: ['email'], unique: true },
+  });
+  expect(res.status, res.text).toBe(201);
+}
+
 function parallel(n: number, send: (i: number) => Promise<TestResponse>): Promise<TestResponse[]> {
   return Promise.all(Array.from({ length: n }, (_, i) => send(i)));
 }
@@ -147,12 +156,7 @@ describe('concurrent inserts of one key', () => {
 
   it('20 parallel inserts of one value under a unique index: one 201, nineteen 409', async () => {
     const { url } = await collection();
-    const idx = await t.request({
-      method: 'POST',
-      url: `${url}/indexes`,
-      body: { name: 'byEmail', key: ['email'], unique: true },
-    });
-    expect(idx.status, idx.text).toBe(201);
+    await uniqueEmailIndex(url);
     const responses = await parallel(20, (i) =>
       t.request({
         method: 'POST',
@@ -169,12 +173,7 @@ describe('concurrent inserts of one key', () => {
     const { url } = await collection(
       Array.from({ length: 20 }, (_, i) => ({ _id: i, email: `u${i}@example.com` })),
     );
-    const idx = await t.request({
-      method: 'POST',
-      url: `${url}/indexes`,
-      body: { name: 'byEmail', key: ['email'], unique: true },
-    });
-    expect(idx.status, idx.text).toBe(201);
+    await uniqueEmailIndex(url);
     const responses = await parallel(20, (i) =>
       t.request({
         method: 'POST',

@@ -218,6 +218,12 @@ export async function insertDocuments(sql: Sql, c: CollectionRef, docs: JsonObje
   return prepared.map((d) => d._id as Json);
 }
 
+/** The id of the unique index a unique violation names (constraint `x<id>_u`); none for `_id`. */
+function uniqueIndexIdOf(err: unknown): string | undefined {
+  const constraint = (err as { constraint_name?: string }).constraint_name ?? '';
+  return /^x(\d+)_u$/.exec(constraint)?.[1];
+}
+
 /** Names the offending key of a failed insert: an existing `_id`, or the unique index. */
 async function describeDuplicate(
   sql: Sql,
@@ -225,10 +231,9 @@ async function describeDuplicate(
   docs: JsonObject[],
   err: unknown,
 ): Promise<Error> {
-  const constraint = (err as { constraint_name?: string }).constraint_name ?? '';
-  const unique = /^x(\d+)_u$/.exec(constraint);
-  if (unique) {
-    const ix = c.indexes.find((i) => i.id === unique[1]);
+  const uniqueId = uniqueIndexIdOf(err);
+  if (uniqueId !== undefined) {
+    const ix = c.indexes.find((i) => i.id === uniqueId);
     const fields = ix?.key.map(([p]) => p).join(', ') ?? '?';
     return new DuplicateKeyError(
       `A document has the same value as another for the unique index '${ix?.name ?? '?'}' (${fields}); nothing was written.`,
@@ -273,9 +278,8 @@ export async function updateDocuments(sql: Sql, c: CollectionRef, plan: UpdatePl
       return await retryingConflicts(() => sql.begin((tx) => updateIn(tx, c, plan)));
     } catch (err) {
       if ((err as { code?: string }).code !== '23505') throw err;
-      const constraint = (err as { constraint_name?: string }).constraint_name ?? '';
-      const unique = /^x(\d+)_u$/.exec(constraint);
-      const ix = unique ? c.indexes.find((i) => i.id === unique[1]) : undefined;
+      const uniqueId = uniqueIndexIdOf(err);
+      const ix = uniqueId === undefined ? undefined : c.indexes.find((i) => i.id === uniqueId);
       // Another request inserted the document this upsert was about to insert: it matches now,
       // so the upsert runs again and updates it, as it would have done a moment later.
       if (!ix && plan.upsert && attempt < CONFLICT_ATTEMPTS) continue;

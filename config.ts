@@ -126,17 +126,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     256 * 1024 * 1024,
   );
 
-  let statementTimeoutMs = DEFAULT_STATEMENT_TIMEOUT_MS;
-  if (e.STATEMENT_TIMEOUT_MS !== undefined && Number(e.STATEMENT_TIMEOUT_MS) === 0) statementTimeoutMs = 0;
-  else
-    statementTimeoutMs = intInRange(
-      problems,
-      'STATEMENT_TIMEOUT_MS',
-      e.STATEMENT_TIMEOUT_MS,
-      DEFAULT_STATEMENT_TIMEOUT_MS,
-      100,
-      3_600_000,
-    );
+  // 0 turns the timeout off; any other value must be in range.
+  const statementTimeoutMs =
+    e.STATEMENT_TIMEOUT_MS !== undefined && Number(e.STATEMENT_TIMEOUT_MS) === 0
+      ? 0
+      : intInRange(
+          problems,
+          'STATEMENT_TIMEOUT_MS',
+          e.STATEMENT_TIMEOUT_MS,
+          DEFAULT_STATEMENT_TIMEOUT_MS,
+          100,
+          3_600_000,
+        );
 
   if (relevant.DATABASE_URL && !relevant.ADMIN_TOKEN) {
     problems.push(

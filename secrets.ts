@@ -18,8 +18,12 @@ export function hashSecret(secret: string): Buffer {
  * sides the same length, so not even the length of the secret leaks.
  */
 export function secretMatchesHash(presented: string, storedHash: Buffer): boolean {
-  const h = hashSecret(presented);
-  return h.length === storedHash.length && timingSafeEqual(h, storedHash);
+  return bytesEqual(hashSecret(presented), storedHash);
+}
+
+/** Constant-time equality of two byte strings (their lengths are not secret). */
+export function bytesEqual(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 export function secretsEqual(presented: string, stored: string): boolean {

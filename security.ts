@@ -1,10 +1,9 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import type { Sql } from './db/sql.js';
 import { findOidcToken, findScopedToken, touchScopedToken } from './db/tokens.js';
 import { errors } from './errors.js';
 import type { Caller } from './handlers/types.js';
-import { generateSecret, hashSecret, secretMatchesHash, secretsEqual, TOKEN_PREFIX } from './secrets.js';
+import { bytesEqual, generateSecret, hashSecret, secretsEqual, TOKEN_PREFIX } from './secrets.js';
 import type { Access } from './spec.js';
 
 /**
@@ -49,11 +48,9 @@ export function createAuthenticators({ sql, adminTokenHash }: SecurityDeps): Rec
     );
   };
 
-  const scopedToken = async (request: FastifyRequest, token: string): Promise<Caller> => {
-    // Looked up by its SHA-256: the database compares hashes, never the secret.
-    const row = token.startsWith(`${TOKEN_PREFIX.scoped}_`)
-      ? await findScopedToken(sql, hashSecret(token))
-      : undefined;
+  /** A scoped token, looked up by its SHA-256: the database compares hashes, never the secret. */
+  const scopedToken = async (request: FastifyRequest, token: string, hash: Buffer): Promise<Caller> => {
+    const row = token.startsWith(`${TOKEN_PREFIX.scoped}_`) ? await findScopedToken(sql, hash) : undefined;
     if (!row) throw errors.unauthorized('The X-Auth-Token is not valid.');
     if (row.revoked_at) throw errors.unauthorized('The X-Auth-Token has been revoked.');
     if (row.expired) throw errors.unauthorized('The X-Auth-Token has expired.');
@@ -70,20 +67,16 @@ export function createAuthenticators({ sql, adminTokenHash }: SecurityDeps): Rec
   // The admin token as presented once its hash matched: later requests compare bytes in constant
   // time instead of hashing, which is most of what authenticating the admin costs.
   let adminToken: Buffer | undefined;
-  const isAdmin = (token: string) => {
-    if (adminToken) {
-      const presented = Buffer.from(token, 'utf8');
-      if (presented.length === adminToken.length && timingSafeEqual(presented, adminToken)) return true;
-    }
-    if (!secretMatchesHash(token, adminTokenHash)) return false;
-    adminToken = Buffer.from(token, 'utf8');
-    return true;
-  };
 
   const xAuthToken: Authenticator = (request) => {
     const token = header(request, 'x-auth-token');
     if (!token) throw errors.unauthorized('The X-Auth-Token header is missing.');
-    return isAdmin(token) ? ADMIN : scopedToken(request, token);
+    if (adminToken && bytesEqual(Buffer.from(token, 'utf8'), adminToken)) return ADMIN;
+    // One hash serves both checks: the admin token's, and the scoped token's lookup.
+    const hash = hashSecret(token);
+    if (!bytesEqual(hash, adminTokenHash)) return scopedToken(request, token, hash);
+    adminToken = Buffer.from(token, 'utf8');
+    return ADMIN;
   };
 
   // Compared against when the workplace is unknown, so that timing does not reveal which exist.

@@ -7,6 +7,7 @@ import { migrate } from './db/migrate.js';
 import { type Database, openDatabase } from './db/open.js';
 import type { Sql } from './db/sql.js';
 import { findAdminTokenHash, insertAdminToken } from './db/tokens.js';
+import { stdoutLogDestination } from './log-destination.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from './secrets.js';
 
 /** How long in-flight requests get to finish after SIGTERM before the process gives up. */
@@ -37,10 +38,13 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const log = pino({
-    level: config.logLevel,
-    redact: ['req.headers["x-auth-token"]', 'req.headers.authorization', 'req.headers.authorizarion'],
-  });
+  const log = pino(
+    {
+      level: config.logLevel,
+      redact: ['req.headers["x-auth-token"]', 'req.headers.authorization', 'req.headers.authorizarion'],
+    },
+    stdoutLogDestination(),
+  );
 
   let db: Database;
   try {

@@ -60,7 +60,7 @@ const { values: opts } = parseArgs({
 });
 if (opts.help) {
   console.log(
-    'usage: npm run bench -- [--docs N] [--small N] [--duration s] [--runs n] [--connections n] [--soak s] [--embedded] [--cpu-prof DIR] [--only TEXT]',
+    'usage: npm run bench -- [--docs N] [--small N] [--duration s] [--runs n] [--connections n] [--soak s] [--embedded] [--cpu-prof DIR] [--only TEXT[,TEXT...]]',
   );
   process.exit(0);
 }
@@ -76,9 +76,10 @@ const DURATION = int(opts.duration, 'duration', 1);
 const RUNS = int(opts.runs, 'runs', 1);
 const CONNECTIONS = int(opts.connections, 'connections', 1);
 const SOAK = int(opts.soak, 'soak', 0);
-const ONLY = opts.only?.toLowerCase();
-/** Whether `--only` (a part of a scenario's name) selects the scenario; all run without it. */
-const selected = (scenario: string) => ONLY === undefined || scenario.toLowerCase().includes(ONLY);
+const ONLY = opts.only?.toLowerCase().split(',');
+/** Whether `--only` (parts of scenario names, comma-separated) selects the scenario; all run without it. */
+const selected = (scenario: string) =>
+  ONLY === undefined || ONLY.some((part) => scenario.toLowerCase().includes(part.trim()));
 const CPU_PROF = opts['cpu-prof'] ? path.resolve(opts['cpu-prof']) : undefined;
 const databaseUrl = process.env.DATABASE_URL || DEFAULT_DATABASE_URL;
 

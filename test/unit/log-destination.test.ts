@@ -1,0 +1,58 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+
+/**
+ * Runs `body` in a fresh Node process with `log`, a pino logger over stdoutLogDestination writing
+ * to a file; returns the file's lines and what the process printed on stderr.
+ */
+function runWithLog(body: string): { lines: string[]; stderr: string } {
+  const file = path.join(mkdtempSync(path.join(tmpdir(), 'log-destination-')), 'out.log');
+  const script = `
+    import { openSync, readFileSync } from 'node:fs';
+    import { pino } from 'pino';
+    import { stdoutLogDestination } from ${JSON.stringify(path.join(ROOT, 'log-destination.ts'))};
+    const fd = openSync(${JSON.stringify(file)}, 'w');
+    const log = pino({ base: null, timestamp: false }, stdoutLogDestination(fd));
+    const written = () => readFileSync(${JSON.stringify(file)}, 'utf8');
+    ${body}
+  `;
+  const run = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: ROOT,
+    encoding: 'utf8',
+  });
+  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+  return { lines: lines.map((l) => JSON.parse(l).msg), stderr: run.stderr };
+}
+
+describe('stdoutLogDestination', () => {
+  it('writes the lines of a turn together once the turn ends, in order', () => {
+    const { lines, stderr } = runWithLog(`
+      log.info('one'); log.info('two');
+      process.stderr.write('during the turn: ' + JSON.stringify(written()) + '\\n');
+      setImmediate(() => setImmediate(() => process.stderr.write('after the turn: ' + written().split('\\n').filter(Boolean).length + ' lines\\n')));
+    `);
+    expect(stderr).toContain('during the turn: ""');
+    expect(stderr).toContain('after the turn: 2 lines');
+    expect(lines).toEqual(['one', 'two']);
+  });
+
+  it('writes what is waiting when the process exits within the turn', () => {
+    const { lines } = runWithLog(`log.info('first'); log.warn('last words'); process.exit(3);`);
+    expect(lines).toEqual(['first', 'last words']);
+  });
+
+  it('writes at once when a turn logs more than the buffer holds', () => {
+    const { lines, stderr } = runWithLog(`
+      for (let i = 0; i < 2000; i++) log.info('line ' + i + ' ' + 'x'.repeat(100));
+      process.stderr.write('written during the turn: ' + (written().length >= 8 * 1024) + '\\n');
+    `);
+    expect(stderr).toContain('written during the turn: true');
+    expect(lines).toHaveLength(2000);
+    expect(lines[1999]).toMatch(/^line 1999 /);
+  });
+});

@@ -76,10 +76,13 @@ const DURATION = int(opts.duration, 'duration', 1);
 const RUNS = int(opts.runs, 'runs', 1);
 const CONNECTIONS = int(opts.connections, 'connections', 1);
 const SOAK = int(opts.soak, 'soak', 0);
-const ONLY = opts.only?.toLowerCase().split(',');
+const ONLY = opts.only
+  ?.toLowerCase()
+  .split(',')
+  .map((part) => part.trim());
 /** Whether `--only` (parts of scenario names, comma-separated) selects the scenario; all run without it. */
 const selected = (scenario: string) =>
-  ONLY === undefined || ONLY.some((part) => scenario.toLowerCase().includes(part.trim()));
+  ONLY === undefined || ONLY.some((part) => scenario.toLowerCase().includes(part));
 const CPU_PROF = opts['cpu-prof'] ? path.resolve(opts['cpu-prof']) : undefined;
 const databaseUrl = process.env.DATABASE_URL || DEFAULT_DATABASE_URL;
 

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -11,7 +11,8 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
  * to a file; returns the file's lines and what the process printed on stderr.
  */
 function runWithLog(body: string): { lines: string[]; stderr: string } {
-  const file = path.join(mkdtempSync(path.join(tmpdir(), 'log-destination-')), 'out.log');
+  const dir = mkdtempSync(path.join(tmpdir(), 'log-destination-'));
+  const file = path.join(dir, 'out.log');
   const script = `
     import { openSync, readFileSync } from 'node:fs';
     import { pino } from 'pino';
@@ -26,6 +27,7 @@ function runWithLog(body: string): { lines: string[]; stderr: string } {
     encoding: 'utf8',
   });
   const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+  rmSync(dir, { recursive: true, force: true });
   return { lines: lines.map((l) => JSON.parse(l).msg), stderr: run.stderr };
 }
 

@@ -43,6 +43,15 @@ describe('stdoutLogDestination', () => {
     expect(lines).toEqual(['one', 'two']);
   });
 
+  it('keeps characters outside ASCII intact across a turn of lines', () => {
+    const { lines } = runWithLog(`
+      for (let i = 0; i < 100; i++) log.info('Zoë ✓ 日本 😀 ' + i);
+    `);
+    expect(lines).toHaveLength(100);
+    expect(lines[0]).toBe('Zoë ✓ 日本 😀 0');
+    expect(lines[99]).toBe('Zoë ✓ 日本 😀 99');
+  });
+
   it('writes what is waiting when the process exits within the turn', () => {
     const { lines } = runWithLog(`log.info('first'); log.warn('last words'); process.exit(3);`);
     expect(lines).toEqual(['first', 'last words']);

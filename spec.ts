@@ -42,6 +42,7 @@ export interface OpenApiDocument {
   [key: string]: unknown;
 }
 
+/** The file must stay ASCII: the contract test says why (it keeps response encoding fast). */
 export function loadSpec(path = SPEC_PATH): OpenApiDocument {
   return parse(readFileSync(path, 'utf8')) as OpenApiDocument;
 }

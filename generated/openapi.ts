@@ -826,8 +826,8 @@ export interface components {
          *
          *     | `application_type` | allowed `redirect_uris` |
          *     |---|---|
-         *     | `web` (default) | `https://…`; `http://…` only on a loopback host: `localhost`, `127.0.0.0/8` or `[::1]` |
-         *     | `native` | a private-use scheme in reverse-domain form such as `com.example.app:/callback` (RFC 8252 §7.1); `http://` on a loopback host (§7.3); `https://…` (§7.2) |
+         *     | `web` (default) | `https://...`; `http://...` only on a loopback host: `localhost`, `127.0.0.0/8` or `[::1]` |
+         *     | `native` | a private-use scheme in reverse-domain form such as `com.example.app:/callback` (RFC 8252 section 7.1); `http://` on a loopback host (section 7.3); `https://...` (section 7.2) |
          *
          *     Every redirect URI is absolute, has no fragment (`#`) and no user information
          *     (`user@`). `post_logout_redirect_uris` follow the same rules (`invalid_client_metadata`

@@ -37,7 +37,8 @@ export function newObjectId(now = Date.now()): string {
 /** `_id` first, as MongoDB returns documents; JSONB does not keep key order. */
 export function idFirst(doc: JsonObject): JsonObject {
   if (!('_id' in doc)) return doc;
-  // JSONB orders keys by length, then bytes, so `_id` often leads already; then nothing is copied.
+  // Documents read from the database already lead with `_id` (db/jsonb-id-first.ts reorders the
+  // text before it is parsed): nothing is copied then.
   for (const key in doc) {
     if (key === '_id') return doc;
     break;

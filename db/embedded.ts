@@ -11,6 +11,7 @@ import path from 'node:path';
 import { Duplex } from 'node:stream';
 import { PGlite } from '@electric-sql/pglite';
 import postgres from 'postgres';
+import { jsonbIdFirst } from './jsonb-id-first.js';
 
 export interface EmbeddedDatabase {
   sql: postgres.Sql;
@@ -86,10 +87,11 @@ export async function openEmbedded(opts: {
 function connect(pg: PGlite, onnotice: (n: unknown) => void): postgres.Sql {
   const session = new SessionGuard();
   // `socket` is supported by postgres.js at runtime but missing from its typings.
-  const options: postgres.Options<Record<string, never>> & { socket: () => Duplex } = {
+  const options: postgres.Options<{ jsonb: postgres.PostgresType }> & { socket: () => Duplex } = {
     max: 1, // PGlite is a single backend: one session, one connection
     socket: () => new PGliteSocket(pg, session),
     onnotice,
+    types: { jsonb: jsonbIdFirst },
     // Explicit values so PG* environment variables meant for a real server don't leak in.
     host: 'pglite',
     user: 'postgres',

@@ -1,6 +1,7 @@
 import postgres from 'postgres';
 import type { Config } from '../config.js';
 import { openEmbedded } from './embedded.js';
+import { jsonbIdFirst } from './jsonb-id-first.js';
 import type { Sql } from './sql.js';
 
 export interface Database {
@@ -20,6 +21,7 @@ export async function openDatabase(
       connect_timeout: 10,
       idle_timeout: 60,
       onnotice: () => {},
+      types: { jsonb: jsonbIdFirst },
       connection: {
         application_name: 'workplace-platform',
         // Every statement of every request is bounded; index builds and maintenance lift it for

@@ -119,9 +119,25 @@ function columnPrefix(indexId: string, field: number): string {
  * Which key columns serve a path: a single-field index first (it has btrees in both directions),
  * then an index that leads with the path, then any index holding it.
  */
-export function indexedPaths(
-  c: CollectionRef,
-): (path: string) => (IndexedPath & { desc?: string }) | undefined {
+export function indexedPaths(c: CollectionRef): PathLookup {
+  let lookup = pathLookups.get(c);
+  if (!lookup) {
+    lookup = buildPathLookup(c);
+    pathLookups.set(c, lookup);
+  }
+  return lookup;
+}
+
+type PathLookup = (path: string) => (IndexedPath & { desc?: string }) | undefined;
+
+/**
+ * A CollectionRef is never changed once read, and the catalog cache hands the same one to every
+ * read until it expires: its lookup is built once, not on every request.
+ */
+const pathLookups = new WeakMap<CollectionRef, PathLookup>();
+const ID_PATH: IndexedPath = Object.freeze({ key: 'id', truncated: false });
+
+function buildPathLookup(c: CollectionRef): PathLookup {
   const map = new Map<string, IndexedPath & { desc: string; rank: number }>();
   for (const ix of c.indexes) {
     ix.key.forEach(([path, _dir], n) => {
@@ -138,10 +154,7 @@ export function indexedPaths(
       });
     });
   }
-  return (path) => {
-    if (path === '_id') return { key: 'id', truncated: false };
-    return map.get(path);
-  };
+  return (path) => (path === '_id' ? ID_PATH : map.get(path));
 }
 
 export type CreateIndexResult = { created: IndexRow } | { exists: true } | { duplicates: true };

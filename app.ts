@@ -21,6 +21,7 @@ import { createHandlers } from './handlers/index.js';
 import type { Caller, Handler, Handlers, Input, OperationId } from './handlers/types.js';
 import { jsonBodyParser, type ParseJson } from './json-body.js';
 import { registerOidcProvider } from './oidc/routes.js';
+import { RequestLogger } from './request-logger.js';
 import { type Authenticator, authorize, createAuthenticators } from './security.js';
 import { loadSpec, type OpenApiDocument, type SpecOperation, specOperations } from './spec.js';
 
@@ -228,6 +229,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     // One line per request (in onResponse below) instead of Fastify's two: logging is a
     // measurable share of a small request's cost (see scripts/bench).
     logController: new LogController({ disableRequestLogging: true }),
+    childLoggerFactory: (logger, bindings, options) => new RequestLogger(logger, bindings, options),
     routerOptions: { ignoreTrailingSlash: false, maxParamLength: MAX_PATH_PARAMETER_LENGTH },
     // Paths the router cannot even decode (bad percent escapes, overlong parameters) get the same
     // problem+json as every other error.
@@ -235,18 +237,24 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   app.decorateRequest<Caller | null>('caller', null);
-  app.addHook('onResponse', (request, reply, done) => {
-    request.log.info(
-      {
-        method: request.method,
-        url: request.url.split('?')[0],
-        status: reply.statusCode,
-        ms: Math.round(reply.elapsedTime * 10) / 10,
-      },
-      'request',
-    );
-    done();
-  });
+  const log = deps.logger;
+  if (log) {
+    // Through the root logger, with the id: the line most requests write costs no child logger.
+    app.addHook('onResponse', (request, reply, done) => {
+      const query = request.url.indexOf('?');
+      log.info(
+        {
+          reqId: request.id,
+          method: request.method,
+          url: query < 0 ? request.url : request.url.slice(0, query),
+          status: reply.statusCode,
+          ms: Math.round(reply.elapsedTime * 10) / 10,
+        },
+        'request',
+      );
+      done();
+    });
+  }
   app.setValidatorCompiler(createValidator());
   // Responses are sent exactly as the typed handlers build them; the contract test checks them against the spec.
   // As a Buffer: JSON.stringify builds a large result as a rope, which a string payload would have

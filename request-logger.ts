@@ -2,6 +2,7 @@ import type { FastifyBaseLogger } from 'fastify';
 
 type Bindings = Parameters<FastifyBaseLogger['child']>[0];
 type ChildOptions = Parameters<FastifyBaseLogger['child']>[1];
+type LogMethod = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 /**
  * `request.log`: the request's child logger (its lines carry `reqId`), made when something first
@@ -32,38 +33,36 @@ export class RequestLogger implements FastifyBaseLogger {
   }
 
   fatal(...args: unknown[]): void {
-    const logger = this.logger;
-    Reflect.apply(logger.fatal, logger, args);
+    this.#log('fatal', args);
   }
 
   error(...args: unknown[]): void {
-    const logger = this.logger;
-    Reflect.apply(logger.error, logger, args);
+    this.#log('error', args);
   }
 
   warn(...args: unknown[]): void {
-    const logger = this.logger;
-    Reflect.apply(logger.warn, logger, args);
+    this.#log('warn', args);
   }
 
   info(...args: unknown[]): void {
-    const logger = this.logger;
-    Reflect.apply(logger.info, logger, args);
+    this.#log('info', args);
   }
 
   debug(...args: unknown[]): void {
-    const logger = this.logger;
-    Reflect.apply(logger.debug, logger, args);
+    this.#log('debug', args);
   }
 
   trace(...args: unknown[]): void {
-    const logger = this.logger;
-    Reflect.apply(logger.trace, logger, args);
+    this.#log('trace', args);
   }
 
   silent(...args: unknown[]): void {
+    this.#log('silent', args);
+  }
+
+  #log(method: LogMethod, args: unknown[]): void {
     const logger = this.logger;
-    Reflect.apply(logger.silent, logger, args);
+    Reflect.apply(logger[method], logger, args);
   }
 
   child(bindings: Bindings, options?: ChildOptions): FastifyBaseLogger {

@@ -16,6 +16,7 @@ import openapiGlue from 'fastify-openapi-glue';
 import { CatalogCache } from './db/catalog-cache.js';
 import type { Sql } from './db/sql.js';
 import { Statistics } from './db/statistics.js';
+import { EncodedJson } from './encoded-json.js';
 import { type AppError, errors, MAX_PATH_PARAMETER_LENGTH, toAppError } from './errors.js';
 import { createHandlers } from './handlers/index.js';
 import type { Caller, Handler, Handlers, Input, OperationId } from './handlers/types.js';
@@ -164,6 +165,9 @@ function admit(request: FastifyRequest, caller: Caller, access: SpecOperation['a
   done();
 }
 
+/** What Fastify makes of `application/json` for the bodies it serializes; bytes it sends as typed. */
+const JSON_UTF8 = 'application/json; charset=utf-8';
+
 const BODY_REQUIRED = 'is required: send a JSON object with Content-Type: application/json';
 
 function requiringBody(request: FastifyRequest, _reply: FastifyReply, done: HookDone) {
@@ -188,6 +192,7 @@ function toRouteHandler<Op extends OperationId>(handler: Handler<Op>) {
     reply.code(out.status);
     if (out.headers) reply.headers(out.headers);
     if (out.body === undefined) return reply.send();
+    if (out.body instanceof EncodedJson) return reply.type(JSON_UTF8).send(out.body.bytes);
     return reply.type('application/json').send(out.body);
   };
 }

@@ -36,6 +36,17 @@ export function idFirstJsonb(text: string): string {
   return text;
 }
 
+/**
+ * idFirstJsonb on the text's UTF-8 bytes (a raw column value), for documents sent on without being
+ * parsed. Read as Latin-1 each byte is one character: every character the reordering looks for is
+ * ASCII and no multi-byte UTF-8 sequence contains an ASCII byte, so it works on the bytes as they
+ * are, with lengths in bytes as jsonb orders keys. The result is Latin-1 too:
+ * `Buffer.from(result, 'latin1')` gives the reordered UTF-8 bytes.
+ */
+export function idFirstJsonbBytes(bytes: Buffer): string {
+  return idFirstJsonb(bytes.toString('latin1'));
+}
+
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;

@@ -5,6 +5,7 @@ import {
   deleteDocuments as deleteRows,
   insertDocuments,
   readDocuments as readRows,
+  readDocumentsJson,
   updateDocuments as updateRows,
 } from '../db/documents.js';
 import type { JsonObject } from '../db/query/errors.js';
@@ -12,6 +13,7 @@ import { parseFilter } from '../db/query/filter-ast.js';
 import { applyProjection, parseProjection, projectsEverything } from '../db/query/projection.js';
 import { parseSort } from '../db/query/sort.js';
 import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../db/query/update.js';
+import { EncodedJson } from '../encoded-json.js';
 import { errors } from '../errors.js';
 import { requireCollection } from './storage-lookup.js';
 import type { Handler, HandlerDeps } from './types.js';
@@ -45,13 +47,16 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     const filter = parseFilter(body.query ?? {});
     const sort = parseSort(body.sort);
     const projection = parseProjection(body.fields);
-    const docs = await reading(params.name, params.storage_name, (c) =>
-      readRows(sql, c, { filter, sort, skip: body.skip ?? 0, limit: body.limit ?? DEFAULT_LIMIT }, true),
-    );
-    // Documents read from the database are fresh objects, already `_id` first: without a projection
-    // they are sent as they are rather than copied.
-    const result = projectsEverything(projection) ? docs : docs.map((d) => applyProjection(d, projection));
-    return { status: 200, body: { result } };
+    const options = { filter, sort, skip: body.skip ?? 0, limit: body.limit ?? DEFAULT_LIMIT };
+    // Without a projection the documents go out as the database wrote them, never parsed.
+    if (projectsEverything(projection)) {
+      const result = await reading(params.name, params.storage_name, (c) =>
+        readDocumentsJson(sql, c, options, true),
+      );
+      return { status: 200, body: EncodedJson.member('result', result) };
+    }
+    const docs = await reading(params.name, params.storage_name, (c) => readRows(sql, c, options, true));
+    return { status: 200, body: { result: docs.map((d) => applyProjection(d, projection)) } };
   };
 
   const createDocuments: Handler<'createDocuments'> = async ({ params, body }) => {

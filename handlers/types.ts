@@ -3,6 +3,7 @@ import type { CatalogCache } from '../db/catalog-cache.js';
 import type { Sql } from '../db/sql.js';
 import type { Statistics } from '../db/statistics.js';
 import type { TokenAccess } from '../db/tokens.js';
+import type { EncodedJson } from '../encoded-json.js';
 import type { operations } from '../generated/openapi.js';
 
 export type OperationId = keyof operations;
@@ -55,7 +56,11 @@ type SuccessStatus<Op extends OperationId> = Extract<keyof Responses<Op>, 200 | 
 export type Output<Op extends OperationId> = {
   [S in SuccessStatus<Op>]: [JsonContent<Responses<Op>[S]>] extends [never]
     ? { status: S; headers?: Record<string, string> }
-    : { status: S; body: JsonContent<Responses<Op>[S]>; headers?: Record<string, string> };
+    : {
+        status: S;
+        body: JsonContent<Responses<Op>[S]> | EncodedJson<JsonContent<Responses<Op>[S]>>;
+        headers?: Record<string, string>;
+      };
 }[SuccessStatus<Op>];
 
 export type Handler<Op extends OperationId> = (input: Input<Op>) => Promise<Output<Op>>;

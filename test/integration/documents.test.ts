@@ -42,6 +42,30 @@ describe('create', () => {
     }
   });
 
+  it('sends stored documents as UTF-8 JSON, _id first, whatever their keys and values hold', async () => {
+    const col = await freshCollection(t);
+    const doc = {
+      é: 'ü',
+      'a b': 'quote " backslash \\ tab \t newline \n',
+      n: 1e21,
+      tiny: 5e-324,
+      neg: -0.25,
+      text: 'snow ☃ and 🎉, 中文',
+      _id: 'ζ',
+      nested: { _id: 1, list: [1.5, null, true, { é: [] }] },
+    };
+    await col.insert([doc]);
+    for (const fields of [undefined, { nested: 0 }]) {
+      const res = await col.call('read', { query: {}, ...(fields ? { fields } : {}) });
+      expect(res.status).toBe(200);
+      expect(res.headers['content-type']).toBe('application/json; charset=utf-8');
+      const [got] = JSON.parse(res.text).result;
+      expect(Object.keys(got)[0]).toBe('_id');
+      const { nested, ...rest } = doc;
+      expect(got).toEqual(fields ? rest : doc);
+    }
+  });
+
   it.each([
     ['a duplicate _id within the request', [{ _id: 1 }, { _id: 1.0 }], '_id 1'],
     ['an _id that exists', [{ _id: 'fresh' }, { _id: 'taken' }], '_id "taken"'],

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { idFirstJsonb } from '../../db/jsonb-id-first.js';
+import { idFirstJsonb, idFirstJsonbBytes } from '../../db/jsonb-id-first.js';
 import type { Sql } from '../../db/sql.js';
 import { openTestDatabase } from '../helpers/app.js';
 
@@ -61,6 +61,20 @@ describe('idFirstJsonb', () => {
     const text = await jsonbText(value);
     const reordered = idFirstJsonb(text);
     expect(ordered(JSON.parse(reordered))).toBe(ordered(expected(text)));
+  });
+
+  it.each(CASES)('%s, on the UTF-8 bytes', async (_name, value) => {
+    const text = await jsonbText(value);
+    const reordered = Buffer.from(idFirstJsonbBytes(Buffer.from(text)), 'latin1').toString('utf8');
+    expect(ordered(JSON.parse(reordered))).toBe(ordered(expected(text)));
+  });
+
+  it('reorders the bytes with lengths in bytes, as jsonb orders keys', async () => {
+    // Two characters but four bytes each: jsonb puts them after `_id`, whose three bytes are fewer.
+    const text = await jsonbText({ 'éé': 1, _id: 2, 'ü': 3 });
+    expect(text).toBe('{"ü": 3, "_id": 2, "éé": 1}');
+    const reordered = Buffer.from(idFirstJsonbBytes(Buffer.from(text)), 'latin1').toString('utf8');
+    expect(reordered).toBe('{"_id": 2, "ü": 3, "éé": 1}');
   });
 
   it('returns the same text when nothing moves', async () => {

@@ -1,8 +1,8 @@
 import { type CollectionRef, findCollection, type Lookup } from './collections.js';
 import type { Sql } from './sql.js';
 
-/** SQLSTATE raised by mdb.assert_catalog when a cached catalog entry is stale. */
-export const STALE_CATALOG = 'WP001';
+/** SQLSTATE of a guarded statement compiled from a stale entry: its catalog marker type is gone. */
+export const STALE_CATALOG = '42704';
 const MAX_ENTRIES = 10_000;
 const ATTEMPTS = 3;
 /** How long an entry is used before it is read again. */
@@ -16,7 +16,7 @@ interface Entry {
 /**
  * Catalog entries of collections, cached so that a read costs one round trip instead of two.
  * Only reads use it, and every read whose SQL would be wrong with a stale entry is guarded
- * (mdb.assert_catalog, see db/documents.ts): if the collection's indexes changed anywhere, in this
+ * (a catalog marker, see db/documents.ts): if the collection's indexes changed anywhere, in this
  * process or another, the statement fails and is retried with a fresh entry. Other reads are right
  * with any entry; an index created by another process reaches them when the entry expires.
  * Writes always read the catalog afresh.

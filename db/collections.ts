@@ -258,6 +258,11 @@ export function trackingMultikey(c: CollectionRef, dml: string): string {
     select count(*) as n from w`;
 }
 
+/** The type that exists while `c.version` is its collection's catalog version (migration 0008). */
+export function catalogMarker(c: CollectionRef): string {
+  return `mdb."catalog_${catalogId(c.id)}_${catalogId(c.version)}"`;
+}
+
 function catalogId(id: string): string {
   if (!/^[0-9]+$/.test(id)) throw new Error(`not a catalog id: ${id}`);
   return id;

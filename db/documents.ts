@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type CollectionRef, indexedPaths, trackingMultikey } from './collections.js';
+import { type CollectionRef, catalogMarker, indexedPaths, trackingMultikey } from './collections.js';
 import { idFirstJsonbBytes } from './jsonb-id-first.js';
 import { isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
 import type { Filter } from './query/filter-ast.js';
@@ -126,7 +126,7 @@ export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false)
   const columns = catalogDependentColumns(c);
   const where = compileFilter(o.filter, { params, indexed: columns.indexed });
   const orderBy = compileSort(o.sort, columns, params);
-  const guard = guarded && columns.dependsOnCatalog ? guardClause(c, params) : '';
+  const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
   const text = `select doc from ${c.table} where ${guard}${where} order by ${orderBy} offset ${params.int(o.skip)} limit ${params.int(o.limit)}`;
   return { text, values: params.values };
 }
@@ -135,7 +135,7 @@ export function countStatement(c: CollectionRef, filter: Filter, guarded = false
   const params = new Params();
   const columns = catalogDependentColumns(c);
   const where = compileFilter(filter, { params, indexed: columns.indexed });
-  const guard = guarded && columns.dependsOnCatalog ? guardClause(c, params) : '';
+  const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
   return { text: `select count(*) as n from ${c.table} where ${guard}${where}`, values: params.values };
 }
 
@@ -161,15 +161,13 @@ function catalogDependentColumns(c: CollectionRef) {
 }
 
 /**
- * A guarded statement first checks that the collection's catalog is still at `c.version`, and fails
- * with SQLSTATE WP001 if not: the way a cached CollectionRef is used safely (db/catalog-cache.ts).
- * The check has only parameters for arguments, so PostgreSQL runs it once, as a One-Time Filter,
- * before reading anything; as a sub-select it would cost more to plan. Only statements that depend
- * on the catalog pay for it: it adds about a tenth to what an `_id` lookup costs PostgreSQL
- * (pgbench, unprepared statements as postgres.js sends them).
+ * A guarded statement names the catalog version its SQL was compiled from, as a type that exists
+ * only while that version is current (migration 0008): from a stale CollectionRef it fails to parse
+ * (SQLSTATE 42704), the way a cached entry is used safely (db/catalog-cache.ts). The planner folds
+ * the condition away, so it costs a type lookup. Only statements that depend on the catalog carry it.
  */
-function guardClause(c: CollectionRef, params: Params): string {
-  return `mdb.assert_catalog(${params.int(Number(c.id))}, ${params.int(Number(c.version))}) and `;
+function guardClause(c: CollectionRef): string {
+  return `(null::${catalogMarker(c)}) is null and `;
 }
 
 export async function readDocuments(

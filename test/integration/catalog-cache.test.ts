@@ -114,7 +114,7 @@ describe('which reads are guarded', () => {
     if (!lookup.workplace || !lookup.found) throw new Error('no collection');
     return lookup.found;
   };
-  const guarded = (text: string) => text.includes('mdb.assert_catalog');
+  const guarded = (text: string) => text.includes('mdb."catalog_');
 
   it('guards exactly the statements that a stale entry could make wrong', async () => {
     const { wp, base } = await collectionWithIndex();
@@ -158,5 +158,43 @@ describe('which reads are guarded', () => {
     expect(await indexes()).toEqual(['byTag']);
     clock = 1000;
     expect((await indexes())?.sort()).toEqual(['byName', 'byTag']);
+  });
+});
+
+describe('catalog markers', () => {
+  /** The marker types of a collection, as `<version>`s. */
+  const markers = async (cid: string) => {
+    const rows = await t.sql.unsafe<{ typname: string }[]>(
+      `select typname from pg_type where typnamespace = 'mdb'::regnamespace and typname like $1 order by typname`,
+      [`catalog\\_${cid}\\_%`],
+    );
+    return rows.map((r) => r.typname.slice(`catalog_${cid}_`.length));
+  };
+
+  it('exist for the current catalog version only, and go with the collection and the workplace', async () => {
+    const wp = await t.createWorkplace();
+    const base = `/v1/workplaces/${wp}/storages`;
+    await t.request({ method: 'POST', url: base, body: { name: 'a' } });
+    await t.request({ method: 'POST', url: base, body: { name: 'b' } });
+    const ref = async (name: string) => {
+      const lookup = await findCollection(t.sql, wp, name);
+      if (!lookup.workplace || !lookup.found) throw new Error('no collection');
+      return lookup.found;
+    };
+    const a = await ref('a');
+    const b = await ref('b');
+    expect(await markers(a.id)).toEqual([a.version]);
+
+    await t.request({ method: 'POST', url: `${base}/a/indexes`, body: { name: 'byTag', key: ['tag'] } });
+    await t.request({ method: 'POST', url: `${base}/a/create`, body: { docs: [{ tag: ['multikey'] }] } });
+    const changed = await ref('a');
+    expect(Number(changed.version)).toBeGreaterThan(Number(a.version));
+    expect(await markers(a.id)).toEqual([changed.version]);
+
+    await t.request({ method: 'DELETE', url: `${base}/a` });
+    expect(await markers(a.id)).toEqual([]);
+    expect(await markers(b.id)).toEqual([b.version]);
+    await t.request({ method: 'DELETE', url: `/v1/workplaces/${wp}` });
+    expect(await markers(b.id)).toEqual([]);
   });
 });

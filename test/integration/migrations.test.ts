@@ -2,9 +2,13 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { catalogMarker, createCollection, createIndex, findCollection } from '../../db/collections.js';
+import { countStatement } from '../../db/documents.js';
 import { openEmbedded } from '../../db/embedded.js';
 import { loadMigrations, migrate } from '../../db/migrate.js';
+import { parseFilter } from '../../db/query/filter-ast.js';
 import type { Sql } from '../../db/sql.js';
+import { createWorkplace } from '../../db/workplaces.js';
 import { openTestDatabase } from '../helpers/app.js';
 
 describe('migrations on the suite database', () => {
@@ -81,5 +85,36 @@ describe('migration safety', () => {
       { n: number }[]
     >`select count(*)::int as n from schema_migrations where version = 4`;
     expect(applied?.n).toBe(0);
+  });
+});
+
+// An upgrade: collections made before migration 0008 must get their catalog markers from it, or
+// every guarded read of them would fail.
+describe('migration 0008 on a database with collections', () => {
+  it('gives existing collections the marker their guarded reads name', async () => {
+    const db = await openEmbedded({ dataDir: 'memory://' });
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-0008-'));
+    try {
+      const all = await loadMigrations();
+      for (const m of all.filter((m) => m.version < 8)) await writeFile(join(dir, m.name), m.sql);
+      await migrate(db.sql, dir);
+      expect(await createWorkplace(db.sql, 'w', 'wpo_x')).toHaveProperty('created');
+      expect(await createCollection(db.sql, 'w', 'c')).toEqual({ created: true });
+      const lookup = await findCollection(db.sql, 'w', 'c');
+      if (!lookup.workplace || !lookup.found) throw new Error('no collection');
+      const c = lookup.found;
+      await createIndex(db.sql, c, 'byTag', [['tag', 1]], false);
+
+      await migrate(db.sql);
+      const fresh = await findCollection(db.sql, 'w', 'c');
+      if (!fresh.workplace || !fresh.found) throw new Error('no collection');
+      const statement = countStatement(fresh.found, parseFilter({ tag: 'x' }), true);
+      expect(statement.text).toContain(catalogMarker(fresh.found));
+      const [row] = await db.sql.unsafe<{ n: string }[]>(statement.text, statement.values);
+      expect(row?.n).toBe('0');
+    } finally {
+      await db.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

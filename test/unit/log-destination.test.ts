@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { MAX_LINE_DELAY_MS } from '../../log-destination.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -32,14 +33,15 @@ function runWithLog(body: string): { lines: string[]; stderr: string } {
 }
 
 describe('stdoutLogDestination', () => {
-  it('writes the lines of a turn together once the turn ends, in order', () => {
+  it('writes lines together once the first has waited MAX_LINE_DELAY_MS, in order', () => {
     const { lines, stderr } = runWithLog(`
-      log.info('one'); log.info('two');
-      process.stderr.write('during the turn: ' + JSON.stringify(written()) + '\\n');
-      setImmediate(() => setImmediate(() => process.stderr.write('after the turn: ' + written().split('\\n').filter(Boolean).length + ' lines\\n')));
+      log.info('one');
+      setImmediate(() => log.info('two'));
+      process.stderr.write('at first: ' + JSON.stringify(written()) + '\\n');
+      setTimeout(() => process.stderr.write('later: ' + written().split('\\n').filter(Boolean).length + ' lines\\n'), ${MAX_LINE_DELAY_MS} + 30);
     `);
-    expect(stderr).toContain('during the turn: ""');
-    expect(stderr).toContain('after the turn: 2 lines');
+    expect(stderr).toContain('at first: ""');
+    expect(stderr).toContain('later: 2 lines');
     expect(lines).toEqual(['one', 'two']);
   });
 
@@ -60,7 +62,7 @@ describe('stdoutLogDestination', () => {
   it('writes at once when a turn logs more than the buffer holds', () => {
     const { lines, stderr } = runWithLog(`
       for (let i = 0; i < 2000; i++) log.info('line ' + i + ' ' + 'x'.repeat(100));
-      process.stderr.write('written during the turn: ' + (written().length >= 8 * 1024) + '\\n');
+      process.stderr.write('written during the turn: ' + (written().length >= 16 * 1024) + '\\n');
     `);
     expect(stderr).toContain('written during the turn: true');
     expect(lines).toHaveLength(2000);

@@ -165,6 +165,10 @@ function catalogDependentColumns(c: CollectionRef) {
  * only while that version is current (migration 0008): from a stale CollectionRef it fails to parse
  * (SQLSTATE 42704), the way a cached entry is used safely (db/catalog-cache.ts). The planner folds
  * the condition away, so it costs a type lookup. Only statements that depend on the catalog carry it.
+ * The type is looked up when the statement is parsed and its rows are read with the snapshot taken
+ * just after: a catalog change committed between the two (microseconds apart) goes unnoticed by
+ * that one statement, which may then miss the change's documents with an array on an indexed path,
+ * as a read that runs while documents are written may miss them.
  */
 function guardClause(c: CollectionRef): string {
   return `(null::${catalogMarker(c)}) is null and `;

@@ -449,7 +449,9 @@ export interface paths {
          * Read documents
          * @description Returns the documents matching `query`, ordered by `sort`, projected by `fields`, after
          *     skipping `skip` and returning at most `limit`. Each returned document has `_id` first.
-         *     Without `sort` the order is `_id` ascending, so paging with `skip` is stable.
+         *     Without `sort` the order is `_id` ascending, so paging with `skip` is stable. Without
+         *     `fields` documents are sent as PostgreSQL renders them: a space after each `:` and `,`,
+         *     numbers in plain decimal notation; with `fields` the JSON is compact. The values are the same.
          */
         post: operations["readDocuments"];
         delete?: never;

@@ -4,8 +4,8 @@ import {
   DuplicateKeyError,
   deleteDocuments as deleteRows,
   insertDocuments,
-  readDocuments as readRows,
   readDocumentsJson,
+  readDocuments as readRows,
   updateDocuments as updateRows,
 } from '../db/documents.js';
 import type { JsonObject } from '../db/query/errors.js';

@@ -71,7 +71,7 @@ describe('idFirstJsonb', () => {
 
   it('reorders the bytes with lengths in bytes, as jsonb orders keys', async () => {
     // Two characters but four bytes each: jsonb puts them after `_id`, whose three bytes are fewer.
-    const text = await jsonbText({ 'éé': 1, _id: 2, 'ü': 3 });
+    const text = await jsonbText({ éé: 1, _id: 2, ü: 3 });
     expect(text).toBe('{"ü": 3, "_id": 2, "éé": 1}');
     const reordered = Buffer.from(idFirstJsonbBytes(Buffer.from(text)), 'latin1').toString('utf8');
     expect(reordered).toBe('{"_id": 2, "ü": 3, "éé": 1}');

@@ -313,6 +313,33 @@ async function signInOnce(
   };
 }
 
+/**
+ * Waits until the database has settled after the seed, as pgbench vacuums before it measures: the
+ * server's background VACUUM of the freshly loaded tables has ended (on 1,000,000 documents it runs
+ * for a minute or more, and would share the 2 cores with the first read scenarios, tilting them by
+ * whichever side it happened to overlap), and the seed's writes are checkpointed (skipped where
+ * the role may not run CHECKPOINT). Maintenance must be absent twice, a second apart: the server
+ * starts its VACUUM just after answering the request that triggered it.
+ */
+async function settle(sql: postgres.Sql) {
+  const started = Date.now();
+  for (let quiet = 0; quiet < 2; ) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const [row] = await sql<{ n: number }[]>`
+      select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and pid <> pg_backend_pid() and state = 'active'
+        and query ~* '^\\s*(vacuum|analyze)'`;
+    quiet = row?.n ? 0 : quiet + 1;
+  }
+  const checkpoint = await sql`checkpoint`.then(
+    () => 'checkpointed',
+    () => 'no CHECKPOINT privilege',
+  );
+  process.stderr.write(
+    `database settled in ${((Date.now() - started) / 1000).toFixed(0)} s (${checkpoint})\n`,
+  );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Load
 
@@ -589,6 +616,7 @@ async function main() {
     const values = new Map<string, string[][]>();
     if (!embedded) {
       sql = postgres(databaseUrl, { max: 2, onnotice: () => {} });
+      await settle(sql);
       for (const size of ['small', 'large'] as const) {
         const lookup = await findCollection(sql, workplace, size);
         if (!lookup.workplace || !lookup.found) throw new Error(`no collection ${size}`);

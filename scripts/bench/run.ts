@@ -316,8 +316,8 @@ async function signInOnce(
 
 /**
  * Waits until the database has settled after the seed, as pgbench vacuums before it measures: the
- * server's background VACUUM of the freshly loaded tables has ended (on 1,000,000 documents it runs
- * for a minute or more, and would share the 2 cores with the first read scenarios, tilting them by
+ * server's background VACUUM of the freshly loaded tables has ended (after a large seed it may
+ * still be running, and would share the 2 cores with the first read scenarios, tilting them by
  * whichever side it happened to overlap), and the seed's writes are checkpointed (skipped where
  * the role may not run CHECKPOINT). Maintenance must be absent twice, a second apart: the server
  * starts its VACUUM just after answering the request that triggered it.

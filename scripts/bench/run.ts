@@ -11,6 +11,7 @@
  *   npm run bench -- --embedded                 # embedded PGlite (100,000 documents, no baseline)
  *   npm run bench -- --soak 60                  # RSS over 60 s of sustained reads (the default)
  *   npm run bench -- --cpu-prof DIR             # also write the server's CPU profiles into DIR
+ *   BENCH_NODE_FLAGS=--trace-gc-nvp npm run bench -- --only lookup   # Node options for both servers
  *
  * The servers' logs go to files in a temporary directory (named at the end), not through a pipe
  * to this process: reading them here would take CPU from the load generator for the API only.
@@ -86,6 +87,13 @@ const selected = (scenario: string) =>
   ONLY === undefined || ONLY.some((part) => scenario.toLowerCase().includes(part));
 const CPU_PROF = opts['cpu-prof'] ? path.resolve(opts['cpu-prof']) : undefined;
 const databaseUrl = process.env.DATABASE_URL || DEFAULT_DATABASE_URL;
+/** Node options both servers run with (BENCH_NODE_FLAGS, space-separated): the same for each, so the ratio stays ours. */
+const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
+/** The Node options one of the two servers starts with. */
+const nodeFlags = (name: 'server' | 'baseline') => [
+  ...NODE_FLAGS,
+  ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.join(CPU_PROF, name)}`] : []),
+];
 
 // ---------------------------------------------------------------------------------------------
 // Processes
@@ -606,7 +614,7 @@ async function main() {
       ['server.ts'],
       serverEnv,
       /Listening on (http:\/\/[^;\s"]+)/,
-      CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.join(CPU_PROF, 'server')}`] : [],
+      nodeFlags('server'),
     );
     api = (server.match[1] as string).replace(/\/$/, '');
     serverPid = server.child.pid as number;
@@ -669,7 +677,7 @@ async function main() {
         ['scripts/bench/baseline.ts'],
         { BENCH_BASELINE: JSON.stringify({ databaseUrl, poolMax: 10, statements }) },
         /listening (\d+)/,
-        CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.join(CPU_PROF, 'baseline')}`] : [],
+        nodeFlags('baseline'),
       );
       baseline = `http://127.0.0.1:${base.match[1]}`;
       baselinePid = base.child.pid;

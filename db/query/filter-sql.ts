@@ -240,7 +240,7 @@ function keyOf(idx: IndexedPath, params: Params, value: Json): string {
   return idx.truncated ? `substr(${k}, 1, 1024)` : k;
 }
 
-/** Documents whose path crosses an array are found by any of their keys. */
+/** Documents whose path crosses an array are found by any of their keys; `orMulti` otherwise. */
 function orElement(idx: IndexedPath, keys: string[], orMulti: string): string {
   return idx.elementKeys
     ? ` or (${idx.multikey} and ${idx.elementKeys} && array[${keys.join(', ')}])`
@@ -424,12 +424,6 @@ export class JsonpathCompiler {
   }
 }
 
-/**
- * A predicate on `@` that holds for some value a walk reaches, or for an element of it when it is
- * an array (MongoDB's implicit traversal: lax mode's filter unwraps one level). A walk that is the
- * current item itself (an $elemMatch element) is tested as it is: elements that are arrays are not
- * looked into.
- */
 /** The predicate over any of the navigations. */
 function anyOf(walks: Nav[], pred: (nav: Nav) => string): string {
   return `(${walks.map(pred).join(' || ')})`;
@@ -444,6 +438,12 @@ function isInt(x: string): string {
   return `(${x} == ${x}.floor() && ${x} >= ${INT32_MIN} && ${x} <= ${INT32_MAX})`;
 }
 
+/**
+ * A predicate on `@` that holds for some value a walk reaches, or for an element of it when it is
+ * an array (MongoDB's implicit traversal: lax mode's filter unwraps one level). A walk that is the
+ * current item itself (an $elemMatch element) is tested as it is: elements that are arrays are not
+ * looked into.
+ */
 function each(n: Nav, pred: (x: string) => string): string {
   return n.last === '' ? `(${pred(full(n))})` : `exists(${full(n)} ? (${pred('@')}))`;
 }

@@ -111,11 +111,11 @@ async function start(
   args: string[],
   env: Record<string, string>,
   ready: RegExp,
-  nodeFlags: string[] = [],
+  flags: string[] = [],
 ): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   const logFile = path.join(logDir, `${name}.log`);
   const out = openSync(logFile, 'w');
-  const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', ...args], {
+  const child = spawn(process.execPath, [...flags, '--import', 'tsx', ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     stdio: ['ignore', out, out],

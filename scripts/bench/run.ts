@@ -460,6 +460,16 @@ interface Row {
   /** The median of API / baseline over the alternating pairs of runs (requests/s, and p99). */
   ratio?: number;
   p99Ratio?: number;
+  /** The requests/s ratio of each pair: how far a median near a target is from it, run to run. */
+  pairRatios?: number[];
+}
+
+/** `0.80 (0.74-0.86)`: the median ratio and the lowest and highest pair. */
+function ratioWithSpread(r: Row): string {
+  const pairs = r.pairRatios ?? [];
+  const spread =
+    pairs.length > 1 ? ` (${Math.min(...pairs).toFixed(2)}-${Math.max(...pairs).toFixed(2)})` : '';
+  return `${r.ratio?.toFixed(2)}${spread}`;
 }
 
 let serverPid = 0;
@@ -502,11 +512,12 @@ async function compare(
   if (baseRun) {
     // Each API run is compared with the baseline run right after it, under the same noise: on a
     // shared machine a slow spell of some seconds moves both runs of a pair, not their ratio.
-    row.ratio = median(a.map((x, i) => x.rps / (b[i] as Figures).rps));
+    row.pairRatios = a.map((x, i) => x.rps / (b[i] as Figures).rps);
+    row.ratio = median(row.pairRatios);
     row.p99Ratio = median(a.map((x, i) => x.p99 / Math.max((b[i] as Figures).p99, 1)));
   }
   process.stderr.write(
-    `  ${scenario}: ${row.api.rps.toFixed(0)} req/s${row.base ? ` (baseline ${row.base.rps.toFixed(0)})` : ''}\n`,
+    `  ${scenario}: ${row.api.rps.toFixed(0)} req/s${row.base ? ` (baseline ${row.base.rps.toFixed(0)}; ratio ${ratioWithSpread(row)})` : ''}\n`,
   );
   return row;
 }
@@ -711,7 +722,7 @@ async function main() {
           targets.push([
             `${s.name}: >= 0.8 x baseline req/s, p99 <= 2 x baseline p99`,
             (row.ratio as number) >= 0.8 && (row.p99Ratio as number) <= 2,
-            `${row.ratio?.toFixed(2)} x, p99 ${row.p99Ratio?.toFixed(2)} x (${row.api.p99} vs ${row.base.p99} ms)`,
+            `${ratioWithSpread(row)} x, p99 ${row.p99Ratio?.toFixed(2)} x (${row.api.p99} vs ${row.base.p99} ms)`,
           ]);
         }
       }
@@ -759,7 +770,11 @@ async function main() {
       rows.push(bulkRow);
       if (bulkRow.base) {
         const r = bulkRow.ratio as number;
-        targets.push(['bulk create >= 0.7 x baseline multi-row insert', r >= 0.7, `${r.toFixed(2)} x`]);
+        targets.push([
+          'bulk create >= 0.7 x baseline multi-row insert',
+          r >= 0.7,
+          `${ratioWithSpread(bulkRow)} x`,
+        ]);
       }
     }
 
@@ -904,7 +919,7 @@ function report(
     return a === undefined ? '' : `${f(a)}${b === undefined ? '' : ` / ${f(b)}`}`;
   };
   const lines = [
-    `\nBenchmark: ${embedded ? 'embedded PGlite' : 'PostgreSQL'}, ${SMALL} and ${LARGE} documents, ${CONNECTIONS} connections, median of ${RUNS} runs of ${DURATION} s (ratios: the median of adjacent API and baseline runs), Node ${process.version}\n`,
+    `\nBenchmark: ${embedded ? 'embedded PGlite' : 'PostgreSQL'}, ${SMALL} and ${LARGE} documents, ${CONNECTIONS} connections, median of ${RUNS} runs of ${DURATION} s (ratios: the median of adjacent API and baseline runs, then the lowest and highest of those pairs), Node ${process.version}\n`,
     '| scenario | unit | API | p50 ms | p99 ms | baseline | p50 ms | p99 ms | API / baseline | CPU us/req (API / baseline): server | PostgreSQL | whole machine | server peak RSS MB |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
@@ -912,13 +927,15 @@ function report(
     const unit = r.unit ?? 'req/s';
     const value = (x: Figures) =>
       unit === 'docs/s' ? f(x.rps * 1000) : unit.startsWith('ms') ? f(x.p50) : f(x.rps);
-    const ratio = r.base
-      ? unit.startsWith('ms')
-        ? r.api.p50 / Math.max(r.base.p50, 1)
-        : (r.ratio ?? r.api.rps / r.base.rps)
-      : undefined;
+    const ratio = !r.base
+      ? 'n/a'
+      : unit.startsWith('ms')
+        ? (r.api.p50 / Math.max(r.base.p50, 1)).toFixed(2)
+        : r.ratio === undefined
+          ? (r.api.rps / r.base.rps).toFixed(2)
+          : ratioWithSpread(r);
     lines.push(
-      `| ${r.scenario} | ${unit} | ${value(r.api)} | ${r.api.p50} | ${r.api.p99} | ${r.base ? value(r.base) : 'n/a'} | ${r.base?.p50 ?? ''} | ${r.base?.p99 ?? ''} | ${ratio === undefined ? 'n/a' : ratio.toFixed(2)} | ${cpu(r, 'cpu')} | ${cpu(r, 'pg')} | ${cpu(r, 'machine')} | ${f(r.rssPeak)} |`,
+      `| ${r.scenario} | ${unit} | ${value(r.api)} | ${r.api.p50} | ${r.api.p99} | ${r.base ? value(r.base) : 'n/a'} | ${r.base?.p50 ?? ''} | ${r.base?.p99 ?? ''} | ${ratio} | ${cpu(r, 'cpu')} | ${cpu(r, 'pg')} | ${cpu(r, 'machine')} | ${f(r.rssPeak)} |`,
     );
   }
   lines.push(

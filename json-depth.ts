@@ -1,3 +1,5 @@
+import { stringEnd } from './db/jsonb-id-first.js';
+
 /**
  * How deep a request body may nest. Validators, serialisers and our own tree walks recurse, and a
  * 16 MiB body can nest millions deep; refusing at parse time keeps every one of them safe. The
@@ -16,8 +18,9 @@ export function jsonNestsDeeperThan(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22 /* " */) {
-      i = stringEnd(text, i);
-      if (i < 0) return false;
+      const end = stringEnd(text, i);
+      if (end < 0) return false;
+      i = end - 1;
     } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
       if (++depth > max) return true;
     } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
@@ -25,15 +28,4 @@ export function jsonNestsDeeperThan(text: string, max: number): boolean {
     }
   }
   return false;
-}
-
-/** The index of the quote that closes the string opened at `open`, or -1 if none does. */
-function stringEnd(text: string, open: number): number {
-  for (let quote = text.indexOf('"', open + 1); quote >= 0; quote = text.indexOf('"', quote + 1)) {
-    // Escaped if an odd number of backslashes precede it.
-    let backslashes = 0;
-    while (text.charCodeAt(quote - 1 - backslashes) === 0x5c /* \ */) backslashes++;
-    if (backslashes % 2 === 0) return quote;
-  }
-  return -1;
 }

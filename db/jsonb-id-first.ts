@@ -56,8 +56,11 @@ const BACKSLASH = 0x5c;
 const COLON = 0x3a;
 const COMMA = 0x2c;
 
-/** The index just past the string that opens at `start`, or -1. */
-function stringEnd(text: string, start: number): number {
+/**
+ * The index just past the JSON string whose opening quote is at `start`, or -1 if it never
+ * closes. The request body's depth scan (json-depth.ts) skips strings with it too.
+ */
+export function stringEnd(text: string, start: number): number {
   let from = start + 1;
   for (;;) {
     const quote = text.indexOf('"', from);

@@ -15,6 +15,7 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import postgres from 'postgres';
 
@@ -51,7 +52,7 @@ async function orchestrate() {
       ...(opts.grown ? ['--min-semi-space-size=16'] : []),
       ...(process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
     ];
-    const args = [...flags, '--import', 'tsx', new URL(import.meta.url).pathname, '--child', `${schema}.c`];
+    const args = [...flags, '--import', 'tsx', fileURLToPath(import.meta.url), '--child', `${schema}.c`];
     if (opts.grown) args.push('--grown');
     if (opts.layers) args.push('--layers');
     args.push('--seconds', String(opts.seconds));
@@ -104,7 +105,6 @@ async function lookups(table: string) {
   if (opts.grown)
     for (let i = 0; i < 200_000; i++) held.push({ a: i, b: `x${i}`, c: [i, i + 1], d: { e: i } });
   const text = `select doc from ${table} where id = $1 limit $2::bigint`;
-  /** The read path's shape: a catalog step awaiting a closure that awaits the query (db/catalog-cache.ts). */
   const readJson = async (values: string[]) => {
     const rows = await sql.unsafe(text, values).raw();
     let json = '[';
@@ -116,6 +116,7 @@ async function lookups(table: string) {
     const entry = entries.get(`${workplace}\n${name}`) as { ref: object };
     return { workplace: true, found: await read(entry.ref) };
   };
+  /** With --layers, the read path's shape: a catalog step awaiting a closure that awaits the query (db/catalog-cache.ts). */
   const one = async (i: number) => {
     const values = [`u${(i * 7919) % DOCUMENTS}`, '100'];
     if (opts.layers) await withCollection('w', 'c', () => readJson(values));
@@ -130,6 +131,6 @@ async function lookups(table: string) {
     }),
   );
   process.stdout.write(`lookups ${n} in ${Date.now() - started} ms\n`);
-  held.length = 0;
+  held.length = 0; // read after the lookups, so the long-lived objects stay alive while they run
   await sql.end();
 }

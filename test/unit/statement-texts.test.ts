@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { StatementTexts } from '../../db/statement-texts.js';
+
+describe('StatementTexts', () => {
+  it('gives back a text equal to the one asked for, built however it was', () => {
+    const pool = new StatementTexts();
+    const table = 'wp_a.c_b';
+    const first = pool.shared(`select doc from ${table} where id = $1`);
+    const again = pool.shared(['select doc from ', table, ' where id = $1'].join(''));
+    expect(first).toBe('select doc from wp_a.c_b where id = $1');
+    expect(again).toBe(first);
+    expect(pool.size).toBe(1);
+  });
+
+  it('keeps each distinct text once', () => {
+    const pool = new StatementTexts();
+    for (let i = 0; i < 50; i++) pool.shared(`select ${i % 5}`);
+    expect(pool.size).toBe(5);
+  });
+
+  it('never holds more than its bound: many collections do not grow it without end', () => {
+    const pool = new StatementTexts(100);
+    for (let i = 0; i < 1000; i++) {
+      expect(pool.shared(`select doc from wp_x.c_${i}`)).toBe(`select doc from wp_x.c_${i}`);
+      expect(pool.size).toBeLessThanOrEqual(100);
+    }
+  });
+});

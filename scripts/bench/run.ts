@@ -10,7 +10,7 @@
  *   npm run bench -- --docs 200000 --runs 9     # smaller, more runs
  *   npm run bench -- --embedded                 # embedded PGlite (100,000 documents, no baseline)
  *   npm run bench -- --soak 60                  # RSS over 60 s of sustained reads (the default)
- *   npm run bench -- --cpu-prof DIR             # also write the server's CPU profiles into DIR
+ *   npm run bench -- --cpu-prof DIR             # also a CPU profile of each scenario's measured runs, per server
  *   BENCH_NODE_FLAGS=--trace-gc-nvp npm run bench -- --only lookup   # Node options for both servers
  *
  * The servers' logs go to files in a temporary directory (named at the end), not through a pipe
@@ -19,7 +19,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { openSync } from 'node:fs';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -90,9 +90,10 @@ const databaseUrl = process.env.DATABASE_URL || DEFAULT_DATABASE_URL;
 /** Node options both servers run with (BENCH_NODE_FLAGS, space-separated): the same for each, so the ratio stays ours. */
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
 /** The Node options one of the two servers starts with. */
-const nodeFlags = (name: 'server' | 'baseline') => [
+const nodeFlags = () => [
   ...NODE_FLAGS,
-  ...(CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${path.join(CPU_PROF, name)}`] : []),
+  // tsx first, so that the profiler hook (TypeScript) can be loaded at all.
+  ...(CPU_PROF ? ['--import', 'tsx', '--import', path.join(ROOT, 'scripts/bench/cpu-profiler.ts')] : []),
 ];
 
 // ---------------------------------------------------------------------------------------------
@@ -118,7 +119,8 @@ async function start(
   const child = spawn(process.execPath, [...flags, '--import', 'tsx', ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
-    stdio: ['ignore', out, out],
+    // The profiler hook takes its orders over an IPC channel.
+    stdio: CPU_PROF ? ['ignore', out, out, 'ipc'] : ['ignore', out, out],
   });
   children.push(child);
   let exited: number | null | undefined;
@@ -474,6 +476,45 @@ function ratioWithSpread(r: Row): string {
 
 let serverPid = 0;
 let baselinePid: number | undefined;
+let serverChild: ChildProcess | undefined;
+let baselineChild: ChildProcess | undefined;
+
+/** Gives a server's profiler hook an order and waits until it is carried out (cpu-profiler.ts). */
+function profiler(child: ChildProcess | undefined, message: object): Promise<void> {
+  if (!CPU_PROF || !child) return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.send(message, (err) => err && reject(err));
+  });
+}
+
+/**
+ * With `--cpu-prof`, profiles both servers over `work` (a scenario's measured runs) into
+ * `DIR/<server|baseline>/<scenario>.cpuprofile`, and says how many requests each profile holds:
+ * self time divided by that is a figure per request.
+ */
+async function profiled(scenario: string, work: () => Promise<void>, requests: () => number[]) {
+  if (!CPU_PROF) return work();
+  const name = `${scenario
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-|-$/g, '')}.cpuprofile`;
+  const sides = [
+    ['server', serverChild],
+    ['baseline', baselineChild],
+  ] as const;
+  for (const [, child] of sides) await profiler(child, { profile: 'start' });
+  await work();
+  const counts = requests();
+  const written: string[] = [];
+  for (const [i, [side, child]] of sides.entries()) {
+    if (!child) continue;
+    const file = path.join(CPU_PROF, side, name);
+    await profiler(child, { profile: 'stop', file });
+    written.push(`${path.relative(CPU_PROF, file)} (${counts[i] ?? 0} requests)`);
+  }
+  process.stderr.write(`    profiles: ${written.join(', ')}\n`);
+}
 
 /** Alternates API and baseline runs, so both see the same noise; medians of each. */
 async function compare(
@@ -487,12 +528,19 @@ async function compare(
   // Untimed first runs, so that neither side is measured while it compiles its hot paths.
   await apiRun();
   if (baseRun) await baseRun();
-  for (let i = 0; i < RUNS; i++) {
-    const { result, peak } = await peakRss(serverPid, () => withCpu(serverPid, apiRun));
-    a.push(result);
-    rssPeak = Math.max(rssPeak, peak);
-    if (baseRun) b.push(await withCpu(baselinePid, baseRun));
-  }
+  const total = (xs: Figures[]) => xs.reduce((sum, x) => sum + (x.requests ?? 0), 0);
+  await profiled(
+    scenario,
+    async () => {
+      for (let i = 0; i < RUNS; i++) {
+        const { result, peak } = await peakRss(serverPid, () => withCpu(serverPid, apiRun));
+        a.push(result);
+        rssPeak = Math.max(rssPeak, peak);
+        if (baseRun) b.push(await withCpu(baselinePid, baseRun));
+      }
+    },
+    () => [total(a), total(b)],
+  );
   const med = (xs: Figures[]): Figures => {
     const of = (k: 'cpu' | 'pg' | 'machine') => {
       const v = xs.flatMap((x) => (x[k] === undefined ? [] : [x[k]]));
@@ -620,15 +668,18 @@ async function main() {
       serverEnv.DATABASE_URL = databaseUrl;
     }
     logDir = await mkdtemp(path.join(os.tmpdir(), 'bench-logs-'));
+    if (CPU_PROF)
+      for (const side of ['server', 'baseline']) await mkdir(path.join(CPU_PROF, side), { recursive: true });
     const server = await start(
       'server',
       ['server.ts'],
       serverEnv,
       /Listening on (http:\/\/[^;\s"]+)/,
-      nodeFlags('server'),
+      nodeFlags(),
     );
     api = (server.match[1] as string).replace(/\/$/, '');
     serverPid = server.child.pid as number;
+    serverChild = server.child;
 
     workplace = `bench${randomBytes(6)
       .toString('hex')
@@ -688,10 +739,11 @@ async function main() {
         ['scripts/bench/baseline.ts'],
         { BENCH_BASELINE: JSON.stringify({ databaseUrl, poolMax: 10, statements }) },
         /listening (\d+)/,
-        nodeFlags('baseline'),
+        nodeFlags(),
       );
       baseline = `http://127.0.0.1:${base.match[1]}`;
       baselinePid = base.child.pid;
+      baselineChild = base.child;
     }
 
     const docsUrl = (collection: string, op: string) =>

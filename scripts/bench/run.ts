@@ -836,33 +836,40 @@ async function main() {
       const apiTimes: number[] = [];
       const baseTimes: number[] = [];
       let peakUpdate = 0;
-      for (let k = 0; k < RUNS * 2; k++) {
-        const { result, peak } = await peakRss(serverPid, () =>
-          timeIt(() =>
-            call('POST', `/v1/workplaces/${workplace}/storages/large/update`, {
-              query: { bucket: k % buckets },
-              doc: { $inc: { n: 1 } },
-            }),
-          ),
-        );
-        apiTimes.push(result);
-        peakUpdate = Math.max(peakUpdate, peak);
-        const v = values.get('update')?.[k % VARIANTS];
-        if (baseline && v) {
-          baseTimes.push(
-            await timeIt(async () => {
-              const res = await fetch(`${baseline}/q/update`, {
-                method: 'POST',
-                headers: { 'content-type': 'application/json' },
-                body: JSON.stringify({ v }),
-              });
-              await res.text();
-            }),
-          );
-        }
-      }
+      const updateScenario = `updateMany $inc (${Math.min(UPDATE_MATCHES, LARGE)} docs matched)`;
+      await profiled(
+        updateScenario,
+        async () => {
+          for (let k = 0; k < RUNS * 2; k++) {
+            const { result, peak } = await peakRss(serverPid, () =>
+              timeIt(() =>
+                call('POST', `/v1/workplaces/${workplace}/storages/large/update`, {
+                  query: { bucket: k % buckets },
+                  doc: { $inc: { n: 1 } },
+                }),
+              ),
+            );
+            apiTimes.push(result);
+            peakUpdate = Math.max(peakUpdate, peak);
+            const v = values.get('update')?.[k % VARIANTS];
+            if (baseline && v) {
+              baseTimes.push(
+                await timeIt(async () => {
+                  const res = await fetch(`${baseline}/q/update`, {
+                    method: 'POST',
+                    headers: { 'content-type': 'application/json' },
+                    body: JSON.stringify({ v }),
+                  });
+                  await res.text();
+                }),
+              );
+            }
+          }
+        },
+        () => [apiTimes.length, baseTimes.length],
+      );
       const upd: Row = {
-        scenario: `updateMany $inc (${Math.min(UPDATE_MATCHES, LARGE)} docs matched)`,
+        scenario: updateScenario,
         api: ms(median(apiTimes)),
         rssPeak: peakUpdate,
         unit: 'ms/request',
@@ -886,35 +893,45 @@ async function main() {
           .toString('hex')
           .replace(/\d/g, (d) => String.fromCharCode(103 + Number(d)));
       const cycles = 20;
-      const apiCycle = await peakRss(serverPid, () =>
-        timeIt(async () => {
-          for (let i = 0; i < cycles; i++) {
-            const name = `cyc${letters()}`;
-            await call('POST', '/v1/workplaces', { name });
-            await call('POST', `/v1/workplaces/${name}/storages`, { name: 'things' });
-            await call('DELETE', `/v1/workplaces/${name}`);
+      const cycleScenario = 'workplace + collection create/delete';
+      let apiCycle = { result: 0, peak: 0 };
+      let baseCycle: number | undefined;
+      await profiled(
+        cycleScenario,
+        async () => {
+          apiCycle = await peakRss(serverPid, () =>
+            timeIt(async () => {
+              for (let i = 0; i < cycles; i++) {
+                const name = `cyc${letters()}`;
+                await call('POST', '/v1/workplaces', { name });
+                await call('POST', `/v1/workplaces/${name}/storages`, { name: 'things' });
+                await call('DELETE', `/v1/workplaces/${name}`);
+              }
+            }),
+          );
+          if (baseline) {
+            baseCycle = await timeIt(async () => {
+              for (let i = 0; i < cycles; i++) {
+                const res = await fetch(`${baseline}/cycle`, {
+                  method: 'POST',
+                  headers: { 'content-type': 'application/json' },
+                  body: JSON.stringify({ v: [letters()] }),
+                });
+                await res.text();
+              }
+            });
           }
-        }),
+        },
+        // Each cycle is three requests to the API and one to the baseline.
+        () => [cycles * 3, baseline ? cycles : 0],
       );
       const cycleRow: Row = {
-        scenario: 'workplace + collection create/delete',
+        scenario: cycleScenario,
         api: ms(apiCycle.result / cycles),
         rssPeak: apiCycle.peak,
         unit: 'ms/cycle',
       };
-      if (baseline) {
-        const t = await timeIt(async () => {
-          for (let i = 0; i < cycles; i++) {
-            const res = await fetch(`${baseline}/cycle`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json' },
-              body: JSON.stringify({ v: [letters()] }),
-            });
-            await res.text();
-          }
-        });
-        cycleRow.base = ms(t / cycles);
-      }
+      if (baseCycle !== undefined) cycleRow.base = ms(baseCycle / cycles);
       rows.push(cycleRow);
     }
 

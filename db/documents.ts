@@ -227,13 +227,21 @@ export async function readDocumentsJson(
   guarded = false,
 ): Promise<Buffer> {
   const { text, values } = readStatement(c, o, guarded);
-  const rows = await sql.unsafe(text, values).raw();
+  // Row by row (forEach) rather than from the query's result array: postgres.js's query objects
+  // are often allocated in the old generation, and one that has answered keeps its result alive
+  // until the next full collection, so every row of every read outlived the young-generation
+  // collections. The callback is kept as long, so it is left holding an empty string.
   let json = '[';
-  for (let i = 0; i < rows.length; i++) {
-    if (i > 0) json += ',';
-    json += idFirstJsonbBytes((rows[i] as unknown as [Buffer])[0]);
-  }
-  return Buffer.from(`${json}]`, 'latin1');
+  await sql
+    .unsafe(text, values)
+    .raw()
+    .forEach((row) => {
+      const doc = idFirstJsonbBytes((row as unknown as [Buffer])[0]);
+      json += json.length > 1 ? `,${doc}` : doc;
+    });
+  const bytes = Buffer.from(`${json}]`, 'latin1');
+  json = '';
+  return bytes;
 }
 
 export async function countDocuments(

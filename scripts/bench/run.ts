@@ -89,12 +89,6 @@ const CPU_PROF = opts['cpu-prof'] ? path.resolve(opts['cpu-prof']) : undefined;
 const databaseUrl = process.env.DATABASE_URL || DEFAULT_DATABASE_URL;
 /** Node options both servers run with (BENCH_NODE_FLAGS, space-separated): the same for each, so the ratio stays ours. */
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean);
-/** The Node options one of the two servers starts with. */
-const nodeFlags = () => [
-  ...NODE_FLAGS,
-  // tsx first, so that the profiler hook (TypeScript) can be loaded at all.
-  ...(CPU_PROF ? ['--import', 'tsx', '--import', path.join(ROOT, 'scripts/bench/cpu-profiler.ts')] : []),
-];
 
 // ---------------------------------------------------------------------------------------------
 // Processes
@@ -104,19 +98,20 @@ let dataDir: string | undefined;
 let logDir = '';
 
 /**
- * Starts a TypeScript entry point in its own process, its output going to `<logDir>/<name>.log`,
- * and resolves once that output matches `ready`.
+ * Starts one of the two servers (a TypeScript entry point) in its own process with NODE_FLAGS, its
+ * output going to `<logDir>/<name>.log`, and resolves once that output matches `ready`.
  */
 async function start(
   name: string,
   args: string[],
   env: Record<string, string>,
   ready: RegExp,
-  flags: string[] = [],
 ): Promise<{ child: ChildProcess; match: RegExpMatchArray }> {
   const logFile = path.join(logDir, `${name}.log`);
   const out = openSync(logFile, 'w');
-  const child = spawn(process.execPath, [...flags, '--import', 'tsx', ...args], {
+  // The profiler hook is TypeScript: it is loaded after tsx.
+  const hook = CPU_PROF ? ['--import', path.join(ROOT, 'scripts/bench/cpu-profiler.ts')] : [];
+  const child = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', ...hook, ...args], {
     cwd: ROOT,
     env: { ...process.env, ...env },
     // The profiler hook takes its orders over an IPC channel.
@@ -481,7 +476,7 @@ let baselineChild: ChildProcess | undefined;
 
 /** Gives a server's profiler hook an order and waits until it is carried out (cpu-profiler.ts). */
 function profiler(child: ChildProcess | undefined, message: object): Promise<void> {
-  if (!CPU_PROF || !child) return Promise.resolve();
+  if (!child) return Promise.resolve();
   return new Promise((resolve, reject) => {
     child.once('message', () => resolve());
     child.send(message, (err) => err && reject(err));
@@ -670,13 +665,7 @@ async function main() {
     logDir = await mkdtemp(path.join(os.tmpdir(), 'bench-logs-'));
     if (CPU_PROF)
       for (const side of ['server', 'baseline']) await mkdir(path.join(CPU_PROF, side), { recursive: true });
-    const server = await start(
-      'server',
-      ['server.ts'],
-      serverEnv,
-      /Listening on (http:\/\/[^;\s"]+)/,
-      nodeFlags(),
-    );
+    const server = await start('server', ['server.ts'], serverEnv, /Listening on (http:\/\/[^;\s"]+)/);
     api = (server.match[1] as string).replace(/\/$/, '');
     serverPid = server.child.pid as number;
     serverChild = server.child;
@@ -739,7 +728,6 @@ async function main() {
         ['scripts/bench/baseline.ts'],
         { BENCH_BASELINE: JSON.stringify({ databaseUrl, poolMax: 10, statements }) },
         /listening (\d+)/,
-        nodeFlags(),
       );
       baseline = `http://127.0.0.1:${base.match[1]}`;
       baselinePid = base.child.pid;

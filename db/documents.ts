@@ -338,6 +338,11 @@ export interface UpdatePlan {
   modified(before: JsonObject, after: JsonObject): boolean;
   /** Default MAX_UPDATE_MATCHES. */
   maxMatches?: number;
+  /**
+   * Only the first matching document (in `_id` order) is updated, as MongoDB's replaceOne and
+   * `update` without `multi` do with a replacement document.
+   */
+  single?: boolean;
 }
 
 export interface UpdateOutcome {
@@ -376,7 +381,7 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
   const params = new Params();
   const where = compileFilter(plan.filter, { params, indexed: indexedPaths(c) });
   const rows = await tx.unsafe<{ doc: JsonObject }[]>(
-    `select doc from ${c.table} where ${where} order by id limit ${params.int(max + 1)} for update`,
+    `select doc from ${c.table} where ${where} order by id limit ${params.int(plan.single ? 1 : max + 1)} for update`,
     params.values,
   );
   if (rows.length > max) {

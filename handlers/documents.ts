@@ -78,6 +78,7 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
         filter,
         apply: (doc) => applyUpdate(doc, update, { now, isInsert: false }),
         modified: (before, after) => !jsonEqual(before, after),
+        single: update.kind === 'replacement',
         ...(seed ? { upsert: () => applyUpdate(seed, update, { now, isInsert: true }) } : {}),
       }),
     );

@@ -207,8 +207,34 @@ describe('regex translation from PCRE to PostgreSQL', () => {
     expect(translateRegex(source, '', 'f').pattern).toBe(pattern);
   });
 
-  it('keeps supported options and drops u', () => {
-    expect(translateRegex('x', 'imsxu', 'f').flags).toBe('imsx');
+  it('keeps supported options, drops u, and applies x itself (like_regex does not implement it)', () => {
+    expect(translateRegex('x', 'imsxu', 'f').flags).toBe('ims');
+  });
+
+  const end = '(?=\\n?\\Z)';
+  it.each([
+    ['a b\tc # comment\nd', 'x', 'abcd'],
+    ['a # comment to the end', 'x', 'a'],
+    ['a\\ b\\#c', 'x', 'a\\ b\\#c'],
+    ['[ #a] b', 'x', '[ #a]b'],
+    ['[] ] x', 'x', '[] ]x'],
+    ['[[:alpha:] ] x', 'x', '[[:alpha:] ]x'],
+    ['[\\] ] x', 'x', '[\\] ]x'],
+    ['c$', '', `c${end}`],
+    ['c$', 'm', 'c$'],
+    ['c\\Z', '', `c${end}`],
+    ['c\\Z', 'm', `c${end}`],
+    ['c\\z', 'm', 'c\\Z'],
+    ['a[$]\\$', '', 'a[$]\\$'],
+    ['[[:alpha:]\\w]', '', '[[:alpha:]A-Za-z0-9_]'],
+  ])('%j with options %j → %j', (source, options, pattern) => {
+    expect(translateRegex(source, options, 'f').pattern).toBe(pattern);
+  });
+
+  it.each(['[a', 'a[]', '[[:alpha:]'])('refuses the unclosed class %s, naming the path', (source) => {
+    expect(() => translateRegex(source, '', 'f')).toThrow(
+      /\$regex on 'f' has a character class that is never closed/,
+    );
   });
 
   it.each(['(?>a)', 'a*+', '(?i)a', '\\K', '(?P<n>a)', '(?#c)', '[\\W]', '[^\\D]'])(

@@ -1,10 +1,15 @@
+import { errors } from '../errors.js';
 import { type CollectionRef, findCollection, type Lookup } from './collections.js';
 import type { Sql } from './sql.js';
 
 /** SQLSTATE of a guarded statement compiled from a stale entry: its catalog marker type is gone. */
 export const STALE_CATALOG = '42704';
 const MAX_ENTRIES = 10_000;
-const ATTEMPTS = 3;
+/**
+ * Each retry follows a catalog change committed during the attempt before; a request meets more than
+ * one only while indexes are created and dropped back to back.
+ */
+const ATTEMPTS = 5;
 /** How long an entry is used before it is read again. */
 export const CATALOG_ENTRY_TTL_MS = 10_000;
 
@@ -14,12 +19,11 @@ interface Entry {
 }
 
 /**
- * Catalog entries of collections, cached so that a read costs one round trip instead of two.
- * Only reads use it, and every read whose SQL would be wrong with a stale entry is guarded
- * (a catalog marker, see db/documents.ts): if the collection's indexes changed anywhere, in this
- * process or another, the statement fails and is retried with a fresh entry. Other reads are right
- * with any entry; an index created by another process reaches them when the entry expires.
- * Writes always read the catalog afresh.
+ * Catalog entries of collections, cached so that a request costs one round trip instead of two.
+ * Every write, and every read whose SQL would be wrong with a stale entry, is guarded (catalogGuard
+ * in db/collections.ts): if the collection's indexes changed anywhere, in this process or another,
+ * the statement fails whole and runs again with a fresh entry. Other reads are right with any entry;
+ * an index created by another process reaches them when the entry expires.
  */
 export class CatalogCache {
   readonly #entries = new Map<string, Entry>();
@@ -30,8 +34,9 @@ export class CatalogCache {
   ) {}
 
   /**
-   * Runs `read` with the collection's entry, cached when possible. `read` must build its statements
-   * with `guarded` set; a stale entry is dropped and `read` runs again with a fresh one.
+   * Runs `read` with the collection's entry, cached when possible. `read` must guard the statements
+   * that depend on the catalog, and must write nothing unless the statement or transaction that
+   * fails also rolls its writes back: a stale entry is dropped and `read` runs again with a fresh one.
    */
   async withCollection<T>(
     workplace: string,
@@ -62,7 +67,12 @@ export class CatalogCache {
         const code = (err as { code?: unknown }).code;
         // Stale: the indexes changed, or the table is gone (collection or workplace deleted).
         const stale = code === STALE_CATALOG || code === '42P01' || code === '42703' || code === '3F000';
-        if (!stale || attempt >= ATTEMPTS) throw err;
+        if (!stale) throw err;
+        if (attempt >= ATTEMPTS)
+          throw errors.serviceUnavailable(
+            `The indexes of collection '${name}' kept changing while the request ran; retry.`,
+            err,
+          );
       }
     }
   }

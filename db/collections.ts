@@ -174,6 +174,7 @@ export async function createIndex(
     return await sql.begin(async (tx): Promise<CreateIndexResult> => {
       // Building the btrees takes as long as the collection is big; the request timeout is for queries.
       await tx`set local statement_timeout = 0`;
+      await lockForIndexChange(tx, c);
       const [row] = await tx<{ id: string }[]>`
         insert into collection_indexes (collection_id, name, key, is_unique)
         values (${c.id}, ${name}, ${tx.json(key)}, ${unique})
@@ -234,13 +235,24 @@ async function addIndexStructures(
 }
 
 /**
+ * Takes the collection's table before its catalog rows change, as every write does (a write takes
+ * the table, then may flag an index multikey, which bumps the collection's catalog version).
+ * Writers are then either finished, and an index built now sees their arrays, or waiting, and their
+ * guarded statements fail on the catalog version this transaction replaces and run again with the
+ * new one (db/documents.ts). Taking the catalog row first would also deadlock with such a writer.
+ */
+async function lockForIndexChange(tx: TransactionSql, c: CollectionRef): Promise<void> {
+  await tx.unsafe(`lock table ${c.table} in access exclusive mode`);
+}
+
+/**
  * Wraps an INSERT or UPDATE of documents so that, in the same statement, every index that is not
  * yet multikey becomes so if a written document's indexed path crosses an array. The statement
  * answers one row, `n`: the number of documents written.
  *
- * A request compiles its filter from the catalog it read just before; a document with arrays
- * committed between that read and the request's statement may be missed by it, as MongoDB's own
- * queries may miss documents written while they run. The next request sees it.
+ * `dml` must carry the catalog guard (catalogGuard): which indexes are pending comes from the
+ * catalog the request read, and an index created since would otherwise never learn of the arrays
+ * this statement writes.
  */
 export function trackingMultikey(c: CollectionRef, dml: string): string {
   const pending = c.indexes.filter((ix) => !ix.multikey);
@@ -263,6 +275,21 @@ export function catalogMarker(c: CollectionRef): string {
   return `mdb."catalog_${catalogId(c.id)}_${catalogId(c.version)}"`;
 }
 
+/**
+ * A condition that names the catalog version a statement was compiled from, as a type that exists
+ * only while that version is current (migration 0008): from a stale CollectionRef the statement
+ * fails to parse (SQLSTATE 42704, STALE_CATALOG) and is run again with a fresh entry
+ * (db/catalog-cache.ts). The planner folds it away, so it costs a type lookup.
+ *
+ * PostgreSQL resolves the type after it has locked the statement's target table (an INSERT, UPDATE
+ * or DELETE names its target before anything else, and a SELECT's FROM comes before its WHERE), so
+ * a write waiting behind an index build sees the version the build committed. Statements sent with
+ * `sql.unsafe` are parsed anew each time; a prepared statement would keep the dropped type.
+ */
+export function catalogGuard(c: CollectionRef): string {
+  return `(null::${catalogMarker(c)}) is null`;
+}
+
 function catalogId(id: string): string {
   if (!/^[0-9]+$/.test(id)) throw new Error(`not a catalog id: ${id}`);
   return id;
@@ -270,6 +297,7 @@ function catalogId(id: string): string {
 
 export async function deleteIndex(sql: Sql, c: CollectionRef, name: string): Promise<boolean> {
   return sql.begin(async (tx) => {
+    await lockForIndexChange(tx, c);
     const [row] = await tx<{ id: string; key: IndexKey }[]>`
       delete from collection_indexes where collection_id = ${c.id} and name = ${name}
       returning id::text as id, key`;

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type CollectionRef, catalogMarker, indexedPaths, trackingMultikey } from './collections.js';
+import { type CollectionRef, catalogGuard, indexedPaths, trackingMultikey } from './collections.js';
 import { idFirstJsonbBytes } from './jsonb-id-first.js';
 import { isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
 import type { Filter } from './query/filter-ast.js';
@@ -190,17 +190,14 @@ function catalogDependentColumns(c: CollectionRef) {
 }
 
 /**
- * A guarded statement names the catalog version its SQL was compiled from, as a type that exists
- * only while that version is current (migration 0008): from a stale CollectionRef it fails to parse
- * (SQLSTATE 42704), the way a cached entry is used safely (db/catalog-cache.ts). The planner folds
- * the condition away, so it costs a type lookup. Only statements that depend on the catalog carry it.
- * The type is looked up when the statement is parsed and its rows are read with the snapshot taken
- * just after: a catalog change committed between the two (microseconds apart) goes unnoticed by
- * that one statement, which may then miss the change's documents with an array on an indexed path,
- * as a read that runs while documents are written may miss them.
+ * Only reads whose SQL depends on the catalog carry the guard (catalogGuard). The type is looked up
+ * when the statement is parsed and its rows are read with the snapshot taken just after: a catalog
+ * change committed between the two (microseconds apart) goes unnoticed by that one read, which may
+ * then miss the change's documents with an array on an indexed path, as a read that runs while
+ * documents are written may miss them.
  */
 function guardClause(c: CollectionRef): string {
-  return `(null::${catalogMarker(c)}) is null and `;
+  return `${catalogGuard(c)} and `;
 }
 
 export async function readDocuments(
@@ -261,11 +258,18 @@ export async function explain(sql: Sql, s: Statement): Promise<string> {
   return rows.map((r) => r['QUERY PLAN']).join('\n');
 }
 
+/*
+ * Every write is guarded (catalogGuard), whatever its filter: an insert or update must tell the
+ * indexes built since its catalog was read that it writes arrays (trackingMultikey), and a filter
+ * over a dropped index's columns must not run. A stale write fails whole and runs again with a
+ * fresh entry (db/catalog-cache.ts), so nothing is written twice.
+ */
+
 export async function deleteDocuments(sql: Sql, c: CollectionRef, filter: Filter): Promise<number> {
   const params = new Params();
   const where = compileFilter(filter, { params, indexed: indexedPaths(c) });
   const result = await retryingConflicts(() =>
-    sql.unsafe(`delete from ${c.table} where ${where}`, params.values),
+    sql.unsafe(`delete from ${c.table} where ${catalogGuard(c)} and ${where}`, params.values),
   );
   return result.count;
 }
@@ -285,7 +289,7 @@ export async function insertDocuments(sql: Sql, c: CollectionRef, docs: JsonObje
       sql.unsafe(
         trackingMultikey(
           c,
-          `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d`,
+          `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d where ${catalogGuard(c)}`,
         ),
         [JSON.stringify(prepared)],
       ),
@@ -381,7 +385,9 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
   const params = new Params();
   const where = compileFilter(plan.filter, { params, indexed: indexedPaths(c) });
   const rows = await tx.unsafe<{ doc: JsonObject }[]>(
-    `select doc from ${c.table} where ${where} order by id limit ${params.int(plan.single ? 1 : max + 1)} for update`,
+    // The guard on the first statement is enough: the lock it takes keeps index changes out until
+    // the transaction ends.
+    `select doc from ${c.table} where ${catalogGuard(c)} and ${where} order by id limit ${params.int(plan.single ? 1 : max + 1)} for update`,
     params.values,
   );
   if (rows.length > max) {

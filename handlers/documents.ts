@@ -15,7 +15,6 @@ import { parseSort } from '../db/query/sort.js';
 import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../db/query/update.js';
 import { EncodedJson } from '../encoded-json.js';
 import { errors } from '../errors.js';
-import { requireCollection } from './storage-lookup.js';
 import type { Handler, HandlerDeps } from './types.js';
 
 export const DEFAULT_LIMIT = 100;
@@ -30,13 +29,13 @@ async function orConflict<T>(work: Promise<T>): Promise<T> {
 }
 
 export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
-  /** Reads go through the catalog cache with guarded statements; a 404 says what is missing. */
-  async function reading<T>(
+  /** Every operation goes through the catalog cache with guarded statements; a 404 says what is missing. */
+  async function inCollection<T>(
     workplace: string,
     name: string,
-    read: (c: CollectionRef) => Promise<T>,
+    work: (c: CollectionRef) => Promise<T>,
   ): Promise<T> {
-    const lookup = await catalog.withCollection(workplace, name, read);
+    const lookup = await catalog.withCollection(workplace, name, work);
     if (!lookup.workplace) throw errors.workplaceNotFound(workplace);
     if (lookup.found === undefined) throw errors.collectionNotFound(name);
     return lookup.found;
@@ -50,19 +49,21 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     const options = { filter, sort, skip: body.skip ?? 0, limit: body.limit ?? DEFAULT_LIMIT };
     // Without a projection the documents go out as the database wrote them, never parsed.
     if (projectsEverything(projection)) {
-      const result = await reading(params.name, params.storage_name, (c) =>
+      const result = await inCollection(params.name, params.storage_name, (c) =>
         readDocumentsJson(sql, c, options, true),
       );
       return { status: 200, body: EncodedJson.member('result', result) };
     }
-    const docs = await reading(params.name, params.storage_name, (c) => readRows(sql, c, options, true));
+    const docs = await inCollection(params.name, params.storage_name, (c) => readRows(sql, c, options, true));
     return { status: 200, body: { result: docs.map((d) => applyProjection(d, projection)) } };
   };
 
   const createDocuments: Handler<'createDocuments'> = async ({ params, body }) => {
-    const c = await requireCollection(sql, params.name, params.storage_name);
-    const ids = await orConflict(insertDocuments(sql, c, body.docs as JsonObject[]));
-    statistics.noteWrites(c.table, ids.length);
+    const { table, ids } = await inCollection(params.name, params.storage_name, async (c) => ({
+      table: c.table,
+      ids: await orConflict(insertDocuments(sql, c, body.docs as JsonObject[])),
+    }));
+    statistics.noteWrites(table, ids.length);
     return { status: 201, body: { result: { insertedCount: ids.length, insertedIds: ids } } };
   };
 
@@ -71,32 +72,35 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     const filter = parseFilter(query);
     const update = parseUpdate(body.doc);
     const seed = body.upsert ? upsertSeed(query) : undefined;
-    const c = await requireCollection(sql, params.name, params.storage_name);
     const now = new Date();
-    const outcome = await orConflict(
-      updateRows(sql, c, {
-        filter,
-        apply: (doc) => applyUpdate(doc, update, { now, isInsert: false }),
-        modified: (before, after) => !jsonEqual(before, after),
-        single: update.kind === 'replacement',
-        ...(seed ? { upsert: () => applyUpdate(seed, update, { now, isInsert: true }) } : {}),
-      }),
-    );
-    statistics.noteWrites(c.table, outcome.modifiedCount + (outcome.upsertedId === undefined ? 0 : 1));
+    const plan = {
+      filter,
+      apply: (doc: JsonObject) => applyUpdate(doc, update, { now, isInsert: false }),
+      modified: (before: JsonObject, after: JsonObject) => !jsonEqual(before, after),
+      single: update.kind === 'replacement',
+      ...(seed ? { upsert: () => applyUpdate(seed, update, { now, isInsert: true }) } : {}),
+    };
+    const { table, outcome } = await inCollection(params.name, params.storage_name, async (c) => ({
+      table: c.table,
+      outcome: await orConflict(updateRows(sql, c, plan)),
+    }));
+    statistics.noteWrites(table, outcome.modifiedCount + (outcome.upsertedId === undefined ? 0 : 1));
     return { status: 200, body: { result: outcome } };
   };
 
   const countDocuments: Handler<'countDocuments'> = async ({ params, body }) => {
     const filter = parseFilter(body.query);
-    const count = await reading(params.name, params.storage_name, (c) => countRows(sql, c, filter, true));
+    const count = await inCollection(params.name, params.storage_name, (c) => countRows(sql, c, filter, true));
     return { status: 200, body: { result: { count } } };
   };
 
   const deleteDocuments: Handler<'deleteDocuments'> = async ({ params, body }) => {
     const filter = parseFilter(body.query);
-    const c = await requireCollection(sql, params.name, params.storage_name);
-    const deletedCount = await deleteRows(sql, c, filter);
-    statistics.noteWrites(c.table, deletedCount);
+    const { table, deletedCount } = await inCollection(params.name, params.storage_name, async (c) => ({
+      table: c.table,
+      deletedCount: await deleteRows(sql, c, filter),
+    }));
+    statistics.noteWrites(table, deletedCount);
     return { status: 200, body: { result: { deletedCount } } };
   };
 

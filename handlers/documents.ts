@@ -90,7 +90,9 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
 
   const countDocuments: Handler<'countDocuments'> = async ({ params, body }) => {
     const filter = parseFilter(body.query);
-    const count = await inCollection(params.name, params.storage_name, (c) => countRows(sql, c, filter, true));
+    const count = await inCollection(params.name, params.storage_name, (c) =>
+      countRows(sql, c, filter, true),
+    );
     return { status: 200, body: { result: { count } } };
   };
 

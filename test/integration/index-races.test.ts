@@ -14,7 +14,14 @@ beforeAll(async () => {
   if (!onPostgres) return;
   [a, b] = await Promise.all([startTestApp(), startTestApp()]);
 });
+const workplaces: string[] = [];
+async function workplace(): Promise<string> {
+  const w = await a.createWorkplace();
+  workplaces.push(w);
+  return w;
+}
 afterAll(async () => {
+  for (const w of workplaces) await a.request({ method: 'DELETE', url: `/v1/workplaces/${w}` });
   await Promise.all([a?.close(), b?.close()]);
 });
 
@@ -46,7 +53,7 @@ describe.runIf(onPostgres)('an index built while arrays are written on its path'
   it(`is flagged for every array written after it exists (${TRIALS} trials, inserts and $set from two processes)`, async () => {
     let caught = 0;
     for (let trial = 0; trial < TRIALS; trial++) {
-      const w = await a.createWorkplace();
+      const w = await workplace();
       const url = storage(w);
       await ok(a, `/v1/workplaces/${w}/storages`, { name: 'c' }, 201);
       const scalars = Array.from({ length: 2000 }, (_, i) => ({ _id: `s${i}`, a: i % SCALAR_LIMIT }));
@@ -143,7 +150,7 @@ describe.runIf(onPostgres)('writes while indexes are created and dropped', () =>
   const CYCLES = 6;
 
   it(`never fail, and apply each acknowledged write once (${CYCLES} create/drop cycles)`, async () => {
-    const w = await a.createWorkplace();
+    const w = await workplace();
     const url = storage(w);
     await ok(a, `/v1/workplaces/${w}/storages`, { name: 'c' }, 201);
     const KEYS = 50;

@@ -536,11 +536,16 @@ interface Slot {
 type ArrayRule = 'allowed' | 'source' | 'destination';
 
 /**
- * Walks to the slot of the path's last segment. With `create`, missing intermediates become objects
- * and a path that cannot exist is an error; without it (the removing operators), such a path means
- * there is nothing to do and yields undefined.
+ * What a path that cannot be walked to its end means. 'create': missing intermediates become
+ * objects, and a scalar in the way is an error (the setting operators). 'viable': nothing to do if
+ * a part is missing, but an error if a scalar, or a field name on an array, blocks the path
+ * (MongoDB's PathNotViable, for $pop, $pull and $pullAll). 'lenient': nothing to do either way
+ * ($unset, and $rename's source).
  */
-function locate(t: Target, create: boolean, arrays: ArrayRule = 'allowed'): Slot | undefined {
+type Walk = 'create' | 'viable' | 'lenient';
+
+/** Walks to the slot of the path's last segment, or undefined when there is nothing to do. */
+function locate(t: Target, walk: Walk, arrays: ArrayRule = 'allowed'): Slot | undefined {
   const segs = t.path.segments;
   let parent: JsonObject | Json[] = t.root;
   for (let i = 0; i < segs.length; i++) {
@@ -549,7 +554,8 @@ function locate(t: Target, create: boolean, arrays: ArrayRule = 'allowed'): Slot
     if (Array.isArray(parent)) {
       if (arrays !== 'allowed') throw renameThroughArray(t, arrays, owner);
       if (!isIndex(seg)) {
-        if (create) throw cannotCreate(t, seg, owner, parent);
+        if (walk === 'create') throw cannotCreate(t, seg, owner, parent);
+        if (walk === 'viable') throw notViable(t, seg, owner, parent);
         return undefined;
       }
     }
@@ -557,11 +563,12 @@ function locate(t: Target, create: boolean, arrays: ArrayRule = 'allowed'): Slot
     if (i === segs.length - 1) return slot;
     let child = readSlot(slot);
     if (child === undefined) {
-      if (!create) return undefined;
+      if (walk !== 'create') return undefined;
       child = writeSlot(t, slot, {});
     }
     if (child === null || typeof child !== 'object') {
-      if (create) throw cannotCreate(t, segs[i + 1] as string, seg, child);
+      if (walk === 'create') throw cannotCreate(t, segs[i + 1] as string, seg, child);
+      if (walk === 'viable') throw notViable(t, segs[i + 1] as string, seg, child);
       return undefined;
     }
     parent = child;
@@ -595,32 +602,32 @@ function writeSlot<T extends Json>(t: Target, slot: Slot, value: T): T {
 
 /** `next` returns the new value, or undefined to leave the document as it is. */
 function write(t: Target, next: (cur: Json | undefined) => Json | undefined): void {
-  const slot = locate(t, true);
+  const slot = locate(t, 'create');
   if (slot === undefined) return;
   const value = next(readSlot(slot));
   if (value !== undefined) writeSlot(t, slot, value);
 }
 
 function modifyExisting(t: Target, next: (cur: Json) => Json): void {
-  const slot = locate(t, false);
+  const slot = locate(t, 'viable');
   const cur = slot && readSlot(slot);
   if (slot !== undefined && cur !== undefined) writeSlot(t, slot, next(cur));
 }
 
 /** MongoDB keeps array positions stable: an unset element becomes null. */
 function unset(t: Target): void {
-  const slot = locate(t, false);
+  const slot = locate(t, 'lenient');
   if (slot === undefined || readSlot(slot) === undefined) return;
   if (Array.isArray(slot.parent)) slot.parent[Number(slot.key)] = null;
   else Reflect.deleteProperty(slot.parent, slot.key);
 }
 
 function rename(t: Target, to: UpdatePath): void {
-  const from = locate(t, false, 'source');
+  const from = locate(t, 'lenient', 'source');
   const value = from && readSlot(from);
   if (from === undefined || value === undefined) return;
   const dest = { ...t, path: to };
-  const slot = locate(dest, true, 'destination') as Slot;
+  const slot = locate(dest, 'create', 'destination') as Slot;
   Reflect.deleteProperty(from.parent, from.key);
   writeSlot(dest, slot, value);
 }
@@ -642,6 +649,12 @@ function arrayValue(t: Target, cur: Json): Json[] {
 function cannotCreate(t: Target, field: string, owner: string, element: Json): QueryError {
   return new QueryError(
     `Cannot create field '${field}' in element {${owner}: ${preview(element)}} (${t.op} on '${t.path.text}'${ofDocument(t)}).`,
+  );
+}
+
+function notViable(t: Target, field: string, owner: string, element: Json): QueryError {
+  return new QueryError(
+    `Cannot use the part (${field}) of (${t.path.text}) to traverse the element {${owner}: ${preview(element)}} (${t.op}${ofDocument(t)}).`,
   );
 }
 

@@ -702,10 +702,16 @@ const applyCases: ApplyCase[] = [
     expected: { b: 1 },
   },
   {
-    name: '$pull through a scalar is a no-op',
-    doc: { a: 1 },
-    update: { $pull: { 'a.b': 1 } },
-    expected: { a: 1 },
+    name: '$pull through a missing parent is a no-op',
+    doc: { a: {} },
+    update: { $pull: { 'a.b.c': 1 } },
+    expected: { a: {} },
+  },
+  {
+    name: '$pull through an index past the end is a no-op',
+    doc: { a: [1] },
+    update: { $pull: { 'a.3.b': 1 } },
+    expected: { a: [1] },
   },
 
   // $pullAll
@@ -754,6 +760,12 @@ const applyCases: ApplyCase[] = [
     expected: { a: [] },
   },
   { name: '$pop a missing field is a no-op', doc: {}, update: { $pop: { a: -1 } }, expected: {} },
+  {
+    name: '$pop through a missing parent is a no-op',
+    doc: { a: { x: 1 } },
+    update: { $pop: { 'a.b.c': 1 } },
+    expected: { a: { x: 1 } },
+  },
   {
     name: '$pop a nested array',
     doc: { a: { b: [1, 2] } },
@@ -957,6 +969,38 @@ const applyErrorCases: ApplyErrorCase[] = [
     doc: { a: { b: 1 } },
     update: { $pullAll: { 'a.b': [1] } },
     error: /Cannot apply \$pullAll to a non-array value: field 'a\.b' is a number/,
+  },
+  // MongoDB's PathNotViable: the removing operators do nothing on a missing path, but a scalar
+  // (or a field name on an array) in the way is an error; $unset stays a no-op there.
+  {
+    name: '$pop through a scalar',
+    doc: { a: { b: 1 } },
+    update: { $pop: { 'a.b.c': 1 } },
+    error: /^Cannot use the part \(c\) of \(a\.b\.c\) to traverse the element \{b: 1\} \(\$pop/,
+  },
+  {
+    name: '$pull through a scalar',
+    doc: { a: 1 },
+    update: { $pull: { 'a.b': 1 } },
+    error: /^Cannot use the part \(b\) of \(a\.b\) to traverse the element \{a: 1\} \(\$pull/,
+  },
+  {
+    name: '$pullAll through null',
+    doc: { a: null },
+    update: { $pullAll: { 'a.b': [1] } },
+    error: /^Cannot use the part \(b\) of \(a\.b\) to traverse the element \{a: null\} \(\$pullAll/,
+  },
+  {
+    name: '$pop a field name on an array',
+    doc: { a: [{ b: [1] }] },
+    update: { $pop: { 'a.b': 1 } },
+    error: /^Cannot use the part \(b\) of \(a\.b\) to traverse the element \{a: \[\{"b":\[1\]\}\]\}/,
+  },
+  {
+    name: '$pull through an array element that is a scalar',
+    doc: { a: [1] },
+    update: { $pull: { 'a.0.b': 1 } },
+    error: /^Cannot use the part \(b\) of \(a\.0\.b\) to traverse the element \{0: 1\}/,
   },
   {
     name: '$pop a number',

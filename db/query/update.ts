@@ -352,7 +352,8 @@ function checkPaths(ops: UpdateOp[]): void {
   const claims = new PathClaims<Claim>();
   for (const op of ops) {
     for (const path of op.op === '$rename' ? [op.path, op.to] : [op.path]) {
-      if (path.segments[0] === '_id' && op.op !== '$setOnInsert')
+      // $set may repeat _id's value (checked against each document when it is applied).
+      if (path.segments[0] === '_id' && op.op !== '$setOnInsert' && op.op !== '$set')
         throw new QueryError(
           `Performing an update on the path '${path.text}' would modify the immutable field '_id' (${op.op}).`,
         );
@@ -473,6 +474,13 @@ function applyOperators(
   for (const op of ops) {
     if (op.op === '$setOnInsert' && !opts.isInsert) continue;
     applyOp({ root, op: op.op, path: op.path, id }, op, opts.now);
+    if (op.op === '$set' && op.path.segments[0] === '_id' && id !== undefined) {
+      const after = getOwn(root, '_id');
+      if (after === undefined || !jsonEqual(after, id))
+        throw new QueryError(
+          `Performing an update on the path '${op.path.text}' would modify the immutable field '_id' ($set: from ${preview(id)} to ${preview(after ?? null)}).`,
+        );
+    }
   }
   return root;
 }

@@ -344,6 +344,39 @@ const applyCases: ApplyCase[] = [
     expected: { _id: 1, a: 1, b: 2 },
     insert: true,
   },
+  // MongoDB checks _id after the update: $set may repeat its value (1 and 1.0 are one number here)
+  {
+    name: '$set _id to its value',
+    doc: { _id: 1, a: 1 },
+    update: { $set: { _id: 1.0, a: 2 } },
+    expected: { _id: 1, a: 2 },
+  },
+  {
+    name: '$set _id to an equal document in another key order',
+    doc: { _id: { k: 1, j: 2 } },
+    update: { $set: { _id: { j: 2, k: 1 } } },
+    expected: { _id: { j: 2, k: 1 } },
+  },
+  {
+    name: '$set a field of _id to its value',
+    doc: { _id: { x: 1 } },
+    update: { $set: { '_id.x': 1 } },
+    expected: { _id: { x: 1 } },
+  },
+  {
+    name: '$set _id on an insert without one',
+    doc: { a: 1 },
+    update: { $set: { _id: 5 } },
+    expected: { _id: 5, a: 1 },
+    insert: true,
+  },
+  {
+    name: '$set _id on an upsert to the _id its query fixed',
+    doc: { _id: 7 },
+    update: { $set: { _id: 7 } },
+    expected: { _id: 7 },
+    insert: true,
+  },
   {
     name: '$setOnInsert may set _id on an insert',
     doc: { a: 1 },
@@ -1039,6 +1072,33 @@ const applyErrorCases: ApplyErrorCase[] = [
     error: /The replacement document would modify the immutable field '_id'/,
   },
   {
+    name: '$set _id to another value',
+    doc: { _id: 1 },
+    update: { $set: { _id: 2 } },
+    error:
+      /^Performing an update on the path '_id' would modify the immutable field '_id' \(\$set: from 1 to 2\)/,
+  },
+  {
+    name: '$set inside _id to another value',
+    doc: { _id: { x: 1 } },
+    update: { $set: { '_id.x': 2 } },
+    error:
+      /on the path '_id\.x' would modify the immutable field '_id' \(\$set: from \{"x":1\} to \{"x":2\}\)/,
+  },
+  {
+    name: '$set inside _id adding a field',
+    doc: { _id: { x: 1 } },
+    update: { $set: { '_id.y': 1 } },
+    error: /on the path '_id\.y' would modify the immutable field '_id'/,
+  },
+  {
+    name: '$set _id on an upsert whose query fixed another _id',
+    doc: { _id: 1 },
+    update: { $set: { _id: 2 } },
+    error: /on the path '_id' would modify the immutable field '_id'/,
+    insert: true,
+  },
+  {
     name: '$setOnInsert of an _id other than the one the query fixed',
     doc: { _id: 1 },
     update: { $setOnInsert: { _id: 2 } },
@@ -1234,16 +1294,6 @@ const parseErrorCases: ParseErrorCase[] = [
   },
 
   // _id
-  {
-    name: '$set _id',
-    update: { $set: { _id: 2 } },
-    error: /^Performing an update on the path '_id' would modify the immutable field '_id' \(\$set\)/,
-  },
-  {
-    name: '$set inside _id',
-    update: { $set: { '_id.x': 2 } },
-    error: /on the path '_id\.x' would modify the immutable field '_id'/,
-  },
   {
     name: '$unset _id',
     update: { $unset: { _id: 1 } },

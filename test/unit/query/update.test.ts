@@ -1613,7 +1613,27 @@ const seedCases: SeedCase[] = [
     expected: { x: { y: 1 }, z: 2 },
   },
   { name: '$and beside fields', query: { $and: [{ 'a.b': 1 }], 'a.c': 2 }, expected: { a: { b: 1, c: 2 } } },
-  { name: '$or is ignored', query: { $or: [{ a: 1 }], b: 2 }, expected: { b: 2 } },
+  { name: 'a one-clause $or', query: { $or: [{ a: 1 }], b: 2 }, expected: { a: 1, b: 2 } },
+  { name: 'a one-clause $or with $eq', query: { $or: [{ 'a.b': { $eq: 1 } }] }, expected: { a: { b: 1 } } },
+  {
+    name: 'an $or of several clauses is ignored',
+    query: { $or: [{ a: 1 }, { a: 1 }], b: 2 },
+    expected: { b: 2 },
+  },
+  { name: 'a one-clause $and', query: { $and: [{ a: { $eq: 1 } }] }, expected: { a: 1 } },
+  {
+    name: '$all with one value',
+    query: { a: { $all: [1] }, 'b.c': { $all: [[2]] } },
+    expected: { a: 1, b: { c: [2] } },
+  },
+  { name: '$all with no values is ignored', query: { a: { $all: [] } }, expected: {} },
+  { name: '$elemMatch is ignored', query: { a: { $elemMatch: { $eq: 1 } } }, expected: {} },
+  { name: '$not is ignored', query: { a: { $not: { $eq: 1 } } }, expected: {} },
+  {
+    name: 'dotted _id paths build an _id',
+    query: { '_id.x': 1, '_id.y': 2 },
+    expected: { _id: { x: 1, y: 2 } },
+  },
   { name: '$nor is ignored', query: { $nor: [{ a: 1 }] }, expected: {} },
   { name: '$comment is ignored', query: { $comment: 'x', a: 1 }, expected: { a: 1 } },
   { name: '$exists is ignored', query: { a: { $exists: true } }, expected: {} },
@@ -1643,6 +1663,62 @@ const seedErrorCases: { name: string; query: unknown; error: RegExp }[] = [
     error: /prefixed field '\$gt' in 'a\.b\.\$gt'/,
   },
   { name: 'a query that is not an object', query: [1], error: /The query must be a JSON object/ },
+  {
+    name: '$all with several values',
+    query: { a: { $all: [1, 2] } },
+    error: /\$all on 'a' holds several values/,
+  },
+  { name: 'a path twice in $and', query: { $and: [{ a: 1 }, { a: 1 }] }, error: /path 'a' is matched twice/ },
+  {
+    name: 'two values in $and',
+    query: { $and: [{ a: { $eq: 1 } }, { a: 2 }] },
+    error: /path 'a' is matched twice/,
+  },
+  {
+    name: '_id and a field of it',
+    query: { _id: 1, '_id.x': 1 },
+    error: /both paths '_id\.x' and '_id' are matched/,
+  },
+];
+
+/** A replacement takes only _id from the query, and only from conditions on _id itself. */
+const replacementSeedCases: SeedCase[] = [
+  { name: 'an _id', query: { _id: 1, a: 2 }, expected: { _id: 1 } },
+  {
+    name: 'an _id from $eq, $in, $all, $and and $or',
+    query: { $or: [{ $and: [{ _id: { $all: [3] } }] }] },
+    expected: { _id: 3 },
+  },
+  { name: 'no fields besides _id', query: { x: 1, 'y.z': { $eq: 2 }, $or: [{ w: 1 }] }, expected: {} },
+  {
+    name: 'conflicts outside _id are ignored',
+    query: { _id: 1, x: [1, { x: 1 }], 'x.x': 1 },
+    expected: { _id: 1 },
+  },
+  { name: '$all with several values outside _id', query: { x: { $all: [1, 2] } }, expected: {} },
+];
+
+const replacementSeedErrorCases: { name: string; query: JsonObject; error: RegExp }[] = [
+  {
+    name: 'dotted _id paths',
+    query: { '_id.x': 1, '_id.y': 2 },
+    error: /takes _id from a condition on '_id' itself, not on '_id\.x'/,
+  },
+  {
+    name: '_id twice in $and',
+    query: { $and: [{ _id: 1 }, { _id: 1 }] },
+    error: /path '_id' is matched twice/,
+  },
+  {
+    name: '$all of several _id values',
+    query: { _id: { $all: [1, 2] } },
+    error: /\$all on '_id' holds several values/,
+  },
+  {
+    name: '_id and a field of it',
+    query: { _id: { x: 1 }, '_id.x': 1 },
+    error: /both paths '_id\.x' and '_id'/,
+  },
 ];
 
 describe('upsertSeed', () => {
@@ -1654,6 +1730,14 @@ describe('upsertSeed', () => {
 
   it.each(seedErrorCases)('rejects $name', ({ query, error }) => {
     expect(queryError(() => upsertSeed(query as JsonObject)).message).toMatch(error);
+  });
+
+  it.each(replacementSeedCases)('for a replacement: $name', ({ query, expected }) => {
+    expect(upsertSeed(deepFreeze(query), parseUpdate({ r: 1 }))).toStrictEqual(expected);
+  });
+
+  it.each(replacementSeedErrorCases)('for a replacement: rejects $name', ({ query, error }) => {
+    expect(queryError(() => upsertSeed(query, parseUpdate({ r: 1 }))).message).toMatch(error);
   });
 
   it('does not share values with the query', () => {

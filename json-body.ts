@@ -2,7 +2,13 @@ import { isUtf8 } from 'node:buffer';
 import type { FastifyRequest } from 'fastify';
 import { errors } from './errors.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
-import { mayHoldOutOfRangeNumber, nonFiniteNumberAt } from './json-numbers.js';
+import { mayHoldUnsafeNumber, type UnsafeNumber, unsafeNumberAt } from './json-numbers.js';
+
+const UNSAFE_NUMBER: Record<UnsafeNumber, string> = {
+  range: 'is a number beyond the range of a double (such as 1e999)',
+  integer:
+    'is an integer beyond ±9007199254740991 (2^53 − 1), which a double cannot hold exactly; send it as a string',
+};
 
 type Done = (err: Error | null, body?: unknown) => void;
 /** Fastify's own JSON parser (secure-json-parse: `__proto__` and `constructor` keys refused). */
@@ -11,8 +17,8 @@ export type ParseJson = (request: FastifyRequest, text: string, done: Done) => v
 /**
  * The application/json body parser. It refuses what parsing would hide or could not survive:
  * bytes that are not UTF-8 (decoding would store U+FFFD instead), nesting deeper than
- * MAX_JSON_DEPTH (checked on the text, before anything recursive sees it), and numbers beyond a
- * double (parsed as Infinity, stored as null). An empty body is no body.
+ * MAX_JSON_DEPTH (checked on the text, before anything recursive sees it), and numbers that a
+ * double would change (json-numbers.ts). An empty body is no body.
  */
 export function jsonBodyParser(parseJson: ParseJson) {
   return (request: FastifyRequest, raw: Buffer, done: Done) => {
@@ -26,10 +32,10 @@ export function jsonBodyParser(parseJson: ParseJson) {
       );
     }
     parseJson(request, text, (err, value) => {
-      const outOfRange = !err && mayHoldOutOfRangeNumber(text) ? nonFiniteNumberAt(value) : undefined;
-      if (outOfRange === undefined) return done(err, value);
-      const message = 'is a number beyond the range of a double (such as 1e999)';
-      done(errors.validation([{ in: 'body', path: outOfRange, message }]), undefined);
+      const unsafe = !err && mayHoldUnsafeNumber(text) ? unsafeNumberAt(text) : undefined;
+      if (unsafe === undefined) return done(err, value);
+      const message = UNSAFE_NUMBER[unsafe.reason];
+      done(errors.validation([{ in: 'body', path: unsafe.pointer, message }]), undefined);
     });
   };
 }

@@ -1,26 +1,81 @@
-/**
- * JSON allows numbers of any size, and JSON.parse turns those beyond a double into Infinity, which
- * JSON.stringify and jsonb then turn into null: a value would change silently on its way in.
- */
+import { stringEnd } from './db/jsonb-id-first.js';
 
 /**
- * Whether the text may hold such a number: an exponent of three digits or more, or 309 digits in a
- * row. Cheap to test on every body; a match (even inside a string) only means the parsed value is
- * walked by `nonFiniteNumberAt`.
+ * JSON allows numbers of any size and precision, and JSON.parse reads each as the nearest double.
+ * Two kinds would change silently on their way in, so they are refused: numbers beyond a double's
+ * range (parsed as Infinity, which JSON.stringify and jsonb turn into null), and integer literals
+ * beyond ±(2^53 − 1), past which doubles miss integers (9007199254740993 would be stored as
+ * 9007199254740992; a client sending a 64-bit id means every digit). A literal with a fraction or
+ * an exponent (`1e300`, `0.1`) asks for a double, and keeps the nearest double's value.
  */
-const MAYBE_OUT_OF_RANGE = /[eE][+-]?\d{3}|\d{309}/;
+export type UnsafeNumber = 'range' | 'integer';
 
-export function mayHoldOutOfRangeNumber(text: string): boolean {
-  return MAYBE_OUT_OF_RANGE.test(text);
+/**
+ * Whether the text may hold such a number: an exponent of three digits or more, or 16 digits in a
+ * row (every integer past 2^53 − 1 has 16 or more). Cheap to test on every body; a match (even
+ * inside a string) only means the text is scanned by `unsafeNumberAt`.
+ */
+const MAYBE_UNSAFE = /[eE][+-]?\d{3}|\d{16}/;
+
+export function mayHoldUnsafeNumber(text: string): boolean {
+  return MAYBE_UNSAFE.test(text);
 }
 
-/** The JSON Pointer of the first number in `value` that is not finite, if there is one. */
-export function nonFiniteNumberAt(value: unknown, path = ''): string | undefined {
-  if (typeof value === 'number') return Number.isFinite(value) ? undefined : path;
-  if (typeof value !== 'object' || value === null) return undefined;
-  for (const [key, v] of Object.entries(value)) {
-    const found = nonFiniteNumberAt(v, `${path}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`);
-    if (found !== undefined) return found;
+const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y;
+
+/** One open object or array: the pointer to it, and where in it the scan is. */
+interface Frame {
+  pointer: string;
+  array: boolean;
+  index: number;
+  key: string;
+  expectKey: boolean;
+}
+
+function escapePointer(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+/**
+ * The JSON Pointer of the first unsafe number in `text`, which must be valid JSON, and why it is
+ * unsafe. A scan of the text rather than a walk of the parsed value: only the text tells `1e20`
+ * (a double) from `100000000000000000000` (an integer), and the text keeps every key in place.
+ */
+export function unsafeNumberAt(text: string): { pointer: string; reason: UnsafeNumber } | undefined {
+  const frames: Frame[] = [];
+  const here = (): string => {
+    const top = frames[frames.length - 1];
+    if (top === undefined) return '';
+    return `${top.pointer}/${top.array ? top.index : escapePointer(top.key)}`;
+  };
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i] as string;
+    const top = frames[frames.length - 1];
+    if (c === '"') {
+      const end = stringEnd(text, i);
+      if (end < 0) return undefined;
+      if (top !== undefined && !top.array && top.expectKey) {
+        top.key = JSON.parse(text.slice(i, end)) as string;
+        top.expectKey = false;
+      }
+      i = end - 1;
+    } else if (c === '{' || c === '[') {
+      frames.push({ pointer: here(), array: c === '[', index: 0, key: '', expectKey: c === '{' });
+    } else if (c === '}' || c === ']') {
+      frames.pop();
+    } else if (c === ',') {
+      if (top?.array) top.index++;
+      else if (top !== undefined) top.expectKey = true;
+    } else if (c === '-' || (c >= '0' && c <= '9')) {
+      NUMBER.lastIndex = i;
+      const m = NUMBER.exec(text);
+      if (m === null) return undefined;
+      const value = Number(m[0]);
+      if (!Number.isFinite(value)) return { pointer: here(), reason: 'range' };
+      if (m[1] === undefined && m[2] === undefined && !Number.isSafeInteger(value))
+        return { pointer: here(), reason: 'integer' };
+      i += m[0].length - 1;
+    }
   }
   return undefined;
 }

@@ -1,27 +1,45 @@
 import { describe, expect, it } from 'vitest';
-import { mayHoldOutOfRangeNumber, nonFiniteNumberAt } from '../../json-numbers.js';
+import { mayHoldUnsafeNumber, unsafeNumberAt } from '../../json-numbers.js';
 
-describe('numbers beyond the range of a double', () => {
-  it.each<[string, string | undefined]>([
+describe('numbers a double would change', () => {
+  it.each<[string, string | undefined, ('range' | 'integer')?]>([
     ['{"a":1}', undefined],
     ['{"a":1e308}', undefined],
     ['{"a":1.7976931348623157e308}', undefined],
-    ['{"a":1e999}', '/a'],
-    ['{"a":-1e999}', '/a'],
-    ['{"a":2e308}', '/a'],
-    ['{"a":[1,{"b":1E+400}]}', '/a/1/b'],
-    [`{"x/y":{"~":${'9'.repeat(400)}}}`, '/x~1y/~0'],
+    ['{"a":1e999}', '/a', 'range'],
+    ['{"a":-1e999}', '/a', 'range'],
+    ['{"a":2e308}', '/a', 'range'],
+    ['{"a":[1,{"b":1E+400}]}', '/a/1/b', 'range'],
+    [`{"x/y":{"~":${'9'.repeat(400)}}}`, '/x~1y/~0', 'range'],
     ['{"a":1e-999}', undefined], // underflows to 0, which is a finite number
     ['{"a":"1e999"}', undefined], // a string
-  ])('%s: %s', (text, pointer) => {
-    expect(nonFiniteNumberAt(JSON.parse(text))).toBe(pointer);
-    if (pointer !== undefined) expect(mayHoldOutOfRangeNumber(text)).toBe(true);
+    // integers: exact up to 2^53 - 1, refused past it whether or not a double happens to hold them
+    ['{"n":9007199254740991}', undefined],
+    ['{"n":-9007199254740991}', undefined],
+    ['{"n":9007199254740992}', '/n', 'integer'],
+    ['{"n":9007199254740993}', '/n', 'integer'],
+    ['{"n":-9007199254740993}', '/n', 'integer'],
+    ['{"n":18446744073709551616}', '/n', 'integer'],
+    ['{"n":1e20,"m":1e300,"k":9007199254740993.0,"j":1.5e16}', undefined], // doubles by their syntax
+    ['{"n":"9007199254740993"}', undefined], // a string
+    ['{"docs":[{"a":1},{"n":12345678901234567890}]}', '/docs/1/n', 'integer'],
+    // the pointer follows the text: JavaScript would list the key "1" before "b"
+    ['{"b":[0,{"\\"q\\"":[true,null,"x]",12345678901234567890]}],"1":2}', '/b/1/"q"/3', 'integer'],
+    ['{"a":{"b":1},"c":[{"d":[]},"e"],"f":99999999999999999}', '/f', 'integer'],
+    ['[1,[2,3],99999999999999999]', '/2', 'integer'],
+    ['{"a/b~":{"":99999999999999999}}', '/a~1b~0/', 'integer'],
+  ])('%s: %s', (text, pointer, reason) => {
+    JSON.parse(text);
+    const found = unsafeNumberAt(text);
+    expect(found?.pointer).toBe(pointer);
+    expect(found?.reason).toBe(reason);
+    if (pointer !== undefined) expect(mayHoldUnsafeNumber(text)).toBe(true);
   });
 
-  it.each(['{"a":1}', '{"a":1.5e10,"b":"text"}', `{"a":${'1'.repeat(308)}}`])(
-    'does not walk %s: nothing in it can overflow',
+  it.each(['{"a":1}', '{"a":1.5e10,"b":"text"}', `{"a":${'1'.repeat(15)}}`, '{"a":900719925474099}'])(
+    'does not scan %s: nothing in it can be unsafe',
     (text) => {
-      expect(mayHoldOutOfRangeNumber(text)).toBe(false);
+      expect(mayHoldUnsafeNumber(text)).toBe(false);
     },
   );
 });

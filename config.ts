@@ -4,6 +4,12 @@ import { Value } from '@sinclair/typebox/value';
 /** How long one statement of a request may run on PostgreSQL before it is cancelled (503). */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
 
+/**
+ * How long a request's statement may wait for PostgreSQL, for a connection and for its answer,
+ * before it is given up (503): a request never hangs behind a stopped, restarting or frozen database.
+ */
+export const DEFAULT_DB_DEADLINE_MS = 5_000;
+
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 /**
@@ -43,6 +49,9 @@ const EnvSchema = Type.Object({
   STATEMENT_TIMEOUT_MS: Type.Optional(
     Type.String({ pattern: '^[0-9]+$', description: 'milliseconds: 0 (no limit) or from 100 to 3600000' }),
   ),
+  DB_DEADLINE_MS: Type.Optional(
+    Type.String({ pattern: '^[0-9]+$', description: 'milliseconds from 100 to 600000' }),
+  ),
 });
 type Env = Static<typeof EnvSchema>;
 
@@ -64,6 +73,8 @@ export interface Config {
   readonly bodyLimit: number;
   /** PostgreSQL's statement_timeout for requests' statements; 0 for none. */
   readonly statementTimeoutMs: number;
+  /** PostgreSQL only: the client-side deadline of every statement (see db/deadline.ts). */
+  readonly dbDeadlineMs: number;
 }
 
 export class ConfigError extends Error {
@@ -139,6 +150,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
           3_600_000,
         );
 
+  const dbDeadlineMs = intInRange(
+    problems,
+    'DB_DEADLINE_MS',
+    e.DB_DEADLINE_MS,
+    DEFAULT_DB_DEADLINE_MS,
+    100,
+    600_000,
+  );
+
   if (relevant.DATABASE_URL && !relevant.ADMIN_TOKEN) {
     problems.push(
       'ADMIN_TOKEN: is required when DATABASE_URL is set (only the embedded database generates one)',
@@ -159,6 +179,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     dbPoolMax,
     bodyLimit,
     statementTimeoutMs,
+    dbDeadlineMs,
   });
 }
 

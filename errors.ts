@@ -203,6 +203,11 @@ export function toAppError(err: unknown, bodyLimit: number): AppError {
       return errors.invalidJson(message);
     case '23505':
       return new AppError(409, 'DUPLICATE_KEY', 'A unique key is already taken.', { cause: err });
+    case 'DB_DEADLINE_EXCEEDED':
+      return errors.serviceUnavailable(
+        'The database did not answer in time; nothing was written. Retry later.',
+        err,
+      );
     case '57014':
       return errors.serviceUnavailable(
         'The statement ran longer than the statement timeout and was cancelled: narrow the query, add an index, or retry when the database is less busy.',

@@ -33,6 +33,7 @@ describe('loadConfig', () => {
       dbPoolMax: 10,
       bodyLimit: 16 * 1024 * 1024,
       statementTimeoutMs: 30_000,
+      dbDeadlineMs: 5_000,
     } satisfies Config);
   });
 
@@ -99,6 +100,9 @@ describe('loadConfig', () => {
     ['STATEMENT_TIMEOUT_MS off', { STATEMENT_TIMEOUT_MS: '0' }, { statementTimeoutMs: 0 }],
     ['STATEMENT_TIMEOUT_MS min', { STATEMENT_TIMEOUT_MS: '100' }, { statementTimeoutMs: 100 }],
     ['STATEMENT_TIMEOUT_MS max', { STATEMENT_TIMEOUT_MS: '3600000' }, { statementTimeoutMs: 3_600_000 }],
+    ['DB_DEADLINE_MS', { DB_DEADLINE_MS: '2000' }, { dbDeadlineMs: 2000 }],
+    ['DB_DEADLINE_MS min', { DB_DEADLINE_MS: '100' }, { dbDeadlineMs: 100 }],
+    ['DB_DEADLINE_MS max', { DB_DEADLINE_MS: '600000' }, { dbDeadlineMs: 600_000 }],
   ])('accepts %s', (_label, env, expected) => {
     expect(loadConfig(env)).toMatchObject(expected);
   });
@@ -136,6 +140,10 @@ describe('loadConfig', () => {
     ['STATEMENT_TIMEOUT_MS', '3600001'],
     ['STATEMENT_TIMEOUT_MS', '30s'],
     ['STATEMENT_TIMEOUT_MS', '-1'],
+    ['DB_DEADLINE_MS', '0'],
+    ['DB_DEADLINE_MS', '99'],
+    ['DB_DEADLINE_MS', '600001'],
+    ['DB_DEADLINE_MS', '5s'],
   ])('rejects %s=%j, naming the variable', (name, value) => {
     const env: Record<string, string> = { [name]: value };
     // DATABASE_URL needs ADMIN_TOKEN; give it one so that DATABASE_URL itself is the only problem.
@@ -205,6 +213,7 @@ describe('loadConfig', () => {
         DB_POOL_MAX: '1000',
         BODY_LIMIT: '1',
         STATEMENT_TIMEOUT_MS: '1',
+        DB_DEADLINE_MS: '1',
       },
       [
         'PORT',
@@ -215,6 +224,7 @@ describe('loadConfig', () => {
         'DB_POOL_MAX',
         'BODY_LIMIT',
         'STATEMENT_TIMEOUT_MS',
+        'DB_DEADLINE_MS',
       ],
     ],
   ])('reports every bad variable at once: %s', (_label, env, expected) => {

@@ -6,6 +6,7 @@ import Provider, {
   type Adapter,
   type AdapterPayload,
   type KoaContextWithOIDC,
+  errors as providerErrors,
 } from 'oidc-provider';
 import { findClientForProvider } from '../db/oidc-clients.js';
 import {
@@ -22,6 +23,7 @@ import {
 } from '../db/oidc-provider.js';
 import type { JsonObject } from '../db/query/errors.js';
 import type { Sql } from '../db/sql.js';
+import { RETRY_AFTER_SECONDS, toAppError } from '../errors.js';
 import { generateSigningKey } from './keys.js';
 import { logoutPage, messagePage } from './pages.js';
 import { findUserBySubject, subjectOf } from './users.js';
@@ -85,45 +87,75 @@ function claimsOf(user: JsonObject, sub: string): Record<string, unknown> {
   return claims;
 }
 
+/**
+ * Runs database work for the provider. The provider answers any error it did not create with
+ * `500 server_error`; a database that is unavailable (the same failures errors.ts answers with 503
+ * everywhere else) becomes its own exposed error instead: `503 temporarily_unavailable`, which
+ * the provider renders in its format (JSON, the sign-in error page, or the redirect of the
+ * authorization endpoint) and the middleware in build() gives Retry-After.
+ */
+async function fromDatabase<T>(work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (err) {
+    const e = toAppError(err, 0);
+    if (e.status !== 503) throw err;
+    const unavailable = new providerErrors.OIDCProviderError(503, 'temporarily_unavailable', { cause: err });
+    unavailable.expose = true;
+    unavailable.error_description = e.message;
+    throw unavailable;
+  }
+}
+
 function adapterFor(sql: Sql, workplaceId: string) {
   return class PostgresAdapter implements Adapter {
     constructor(readonly model: string) {}
 
-    async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
-      await upsertPayload(sql, workplaceId, this.model, id, payload as Record<string, unknown>, expiresIn);
-      // Now and then, drop what has expired everywhere.
-      if (Math.random() < 0.01) await purgeExpiredPayloads(sql);
+    upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
+      return fromDatabase(async () => {
+        await upsertPayload(sql, workplaceId, this.model, id, payload as Record<string, unknown>, expiresIn);
+        // Now and then, drop what has expired everywhere.
+        if (Math.random() < 0.01) await purgeExpiredPayloads(sql);
+      });
     }
 
-    async find(id: string): Promise<AdapterPayload | undefined> {
-      if (this.model === 'Client') return clientPayload(sql, workplaceId, id);
-      return (await findPayload(sql, workplaceId, this.model, { column: 'id', value: id })) as
-        | AdapterPayload
-        | undefined;
+    find(id: string): Promise<AdapterPayload | undefined> {
+      return fromDatabase(async () => {
+        if (this.model === 'Client') return clientPayload(sql, workplaceId, id);
+        return (await findPayload(sql, workplaceId, this.model, { column: 'id', value: id })) as
+          | AdapterPayload
+          | undefined;
+      });
     }
 
-    async findByUid(uid: string): Promise<AdapterPayload | undefined> {
-      return (await findPayload(sql, workplaceId, this.model, { column: 'uid', value: uid })) as
-        | AdapterPayload
-        | undefined;
+    findByUid(uid: string): Promise<AdapterPayload | undefined> {
+      return fromDatabase(
+        async () =>
+          (await findPayload(sql, workplaceId, this.model, { column: 'uid', value: uid })) as
+            | AdapterPayload
+            | undefined,
+      );
     }
 
-    async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
-      return (await findPayload(sql, workplaceId, this.model, { column: 'user_code', value: userCode })) as
-        | AdapterPayload
-        | undefined;
+    findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+      return fromDatabase(
+        async () =>
+          (await findPayload(sql, workplaceId, this.model, { column: 'user_code', value: userCode })) as
+            | AdapterPayload
+            | undefined,
+      );
     }
 
-    async consume(id: string): Promise<void> {
-      await consumePayload(sql, workplaceId, this.model, id);
+    consume(id: string): Promise<void> {
+      return fromDatabase(() => consumePayload(sql, workplaceId, this.model, id));
     }
 
-    async destroy(id: string): Promise<void> {
-      await destroyPayload(sql, workplaceId, this.model, id);
+    destroy(id: string): Promise<void> {
+      return fromDatabase(() => destroyPayload(sql, workplaceId, this.model, id));
     }
 
-    async revokeByGrantId(grantId: string): Promise<void> {
-      await revokeGrant(sql, workplaceId, grantId);
+    revokeByGrantId(grantId: string): Promise<void> {
+      return fromDatabase(() => revokeGrant(sql, workplaceId, grantId));
     }
   };
 }
@@ -248,7 +280,7 @@ export class ProviderRegistry {
       jwks: { keys: keys.map((k) => k.private_jwk) as never },
       async findAccount(ctx, sub): Promise<Account | undefined> {
         const s = stateOf(ctx, latest);
-        const user = await findUserBySubject(sql, s.workplace, s.collection, sub);
+        const user = await fromDatabase(() => findUserBySubject(sql, s.workplace, s.collection, sub));
         if (!user || subjectOf(user) !== sub) return undefined;
         return { accountId: sub, claims: async () => claimsOf(user, sub) as never };
       },
@@ -309,6 +341,11 @@ export class ProviderRegistry {
       return Promise.resolve(expected.length === presented.length && timingSafeEqual(expected, presented));
     };
     provider.on('server_error', (_ctx, err) => this.log?.error({ err, workplace }, 'OpenID Provider error'));
+    // Outermost (provider.use runs around every route): the answer to an unavailable database.
+    provider.use(async (ctx, next) => {
+      await next();
+      if (ctx.status === 503) ctx.set('retry-after', String(RETRY_AFTER_SECONDS));
+    });
     return provider;
   }
 }

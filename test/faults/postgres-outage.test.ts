@@ -1,133 +1,202 @@
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RETRY_AFTER_SECONDS } from '../../errors.js';
-import { api, cleanUpServers, freePort, type Server, startServer } from '../helpers/server-process.js';
+import {
+  cleanUpPostgresInstances,
+  createPostgresInstance,
+  POSTGRES_BIN,
+  type PostgresInstance,
+} from '../helpers/postgres-instance.js';
+import { api, cleanUpServers, type Server, startServer } from '../helpers/server-process.js';
 
 /**
- * The database goes away under a running server and comes back. The test starts a PostgreSQL
- * instance of its own (initdb + pg_ctl from the Debian packages, as the postgres user when run as
- * root), so that stopping it disturbs nothing else.
+ * The database goes away under a running server and comes back: stopped, or frozen (SIGSTOP of
+ * every PostgreSQL process, where connections stay open and nothing answers). During the outage
+ * every request answers 503 with Retry-After within the deadline (plus the second it takes to find
+ * a frozen server silent) and writes nothing; once the database is back, requests are served again
+ * within about a second.
  */
+const DEADLINE_MS = 2_000;
+/** The deadline, the sign-of-life probe of a frozen server (db/deadline.ts) and a loaded machine. */
+const ANSWER_WITHIN_MS = DEADLINE_MS + 1_000 + 1_500;
+/** postgres.js's own back-off held requests for 10-30 s; the patched pool reconnects within 0.5 s. */
+const SERVED_AGAIN_WITHIN_MS = 3_000;
 
-function postgresBin(): string | undefined {
-  const root = '/usr/lib/postgresql';
-  if (!existsSync(root)) return undefined;
-  const versions = readdirSync(root).sort((a, b) => Number(b) - Number(a));
-  return versions.map((v) => join(root, v, 'bin')).find((dir) => existsSync(join(dir, 'pg_ctl')));
-}
+afterAll(async () => {
+  await cleanUpServers();
+  cleanUpPostgresInstances();
+});
 
-const BIN = postgresBin();
-const asRoot = process.getuid?.() === 0;
-
-/** Runs a PostgreSQL program, as the postgres user when this process is root (initdb refuses root). */
-function pg(program: string, args: string[]): string {
-  const path = join(BIN as string, program);
-  return asRoot
-    ? execFileSync('runuser', ['-u', 'postgres', '--', path, ...args], { encoding: 'utf8' })
-    : execFileSync(path, args, { encoding: 'utf8' });
-}
-
-describe.runIf(BIN)('PostgreSQL stops under a running server and comes back', () => {
-  let dir: string;
-  let data: string;
-  let port: number;
+describe.runIf(POSTGRES_BIN)('PostgreSQL goes away under a running server and comes back', () => {
+  let db: PostgresInstance;
   let server: Server;
   const token = randomBytes(32).toString('base64url');
-
-  const startPostgres = () =>
-    pg('pg_ctl', [
-      '-D',
-      data,
-      '-l',
-      join(dir, 'postgres.log'),
-      '-w',
-      '-o',
-      `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`,
-      'start',
-    ]);
-  const stopPostgres = () => pg('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
+  const w = `outage${randomBytes(4).toString('hex').replace(/\d/g, 'x')}`;
+  const docs = `/v1/workplaces/${w}/storages/c`;
+  const call = (method: string, path: string, body?: unknown) =>
+    api(server, method, path, { token, ...(body !== undefined ? { body } : {}) });
 
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'wp-outage-'));
-    data = join(dir, 'data');
-    if (asRoot) execFileSync('chown', ['postgres', dir]);
-    port = await freePort();
-    pg('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
-    startPostgres();
+    db = await createPostgresInstance();
     server = await startServer({
-      DATABASE_URL: `postgres://postgres@127.0.0.1:${port}/postgres`,
+      DATABASE_URL: db.url,
       ADMIN_TOKEN: token,
+      DB_DEADLINE_MS: String(DEADLINE_MS),
+      // Short, so that the OIDC test can make one of the provider's own statements fail in time.
+      STATEMENT_TIMEOUT_MS: '1000',
     });
-  }, 120_000);
-
-  afterAll(async () => {
-    await cleanUpServers();
-    if (data && existsSync(join(data, 'postmaster.pid'))) {
-      try {
-        pg('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
-      } catch {
-        // Already stopped.
-      }
-    }
-    if (dir) rmSync(dir, { recursive: true, force: true });
-  });
-
-  it('answers 503 with Retry-After while it is down, and recovers without a restart', async () => {
-    const call = (method: string, path: string, body?: unknown) =>
-      api(server, method, path, { token, ...(body !== undefined ? { body } : {}) });
-    const w = `outage${randomBytes(4).toString('hex').replace(/\d/g, 'x')}`;
-    const docs = `/v1/workplaces/${w}/storages/c`;
     expect((await call('POST', '/v1/workplaces', { name: w })).status).toBe(201);
     expect((await call('POST', `/v1/workplaces/${w}/storages`, { name: 'c' })).status).toBe(201);
     expect((await call('POST', `${docs}/create`, { docs: [{ _id: 1 }] })).status).toBe(201);
-    expect((await call('GET', '/readyz')).status).toBe(200);
+  }, 120_000);
 
-    stopPostgres();
-
-    for (const [method, path, body] of [
+  /** Requests of every kind at once, more than the pool has connections; each must be a bounded 503. */
+  async function expectBounded503s(id: number) {
+    const requests: Array<[string, string, unknown]> = [
       ['GET', '/readyz', undefined],
-      ['POST', `${docs}/read`, {}],
-      ['POST', `${docs}/create`, { docs: [{ _id: 2 }] }],
       ['GET', `/v1/workplaces/${w}`, undefined],
       ['POST', '/v1/workplaces', { name: `${w}b` }],
-    ] as const) {
-      const started = Date.now();
-      const res = await fetch(`${server.url}${path}`, {
-        method,
-        headers: { 'x-auth-token': token, ...(body ? { 'content-type': 'application/json' } : {}) },
-        ...(body ? { body: JSON.stringify(body) } : {}),
-      });
-      const text = await res.text();
-      expect(res.status, `${method} ${path}: ${text}`).toBe(503);
-      expect(res.headers.get('retry-after'), `${method} ${path}`).toBe(String(RETRY_AFTER_SECONDS));
-      expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-      expect(JSON.parse(text).code).toBe('SERVICE_UNAVAILABLE');
-      // Refused connections are reported at once, not after a timeout.
-      expect(Date.now() - started, `${method} ${path}`).toBeLessThan(5_000);
+    ];
+    for (let i = 0; i < 12; i++) {
+      requests.push(
+        i % 2 === 0
+          ? ['POST', `${docs}/read`, {}]
+          : ['POST', `${docs}/create`, { docs: [{ _id: `${id}-${i}` }] }],
+      );
     }
-    // Nothing leaks about the cause beyond "unavailable".
-    expect((await call('POST', `${docs}/read`, {})).text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|postgres/i);
-
-    startPostgres();
-
-    await expect
-      .poll(async () => (await call('GET', '/readyz')).status, { timeout: 20_000, interval: 250 })
-      .toBe(200);
-    const read = await call('POST', `${docs}/read`, {});
-    expect(read.status).toBe(200);
-    expect((read.json as { result: unknown }).result).toEqual([{ _id: 1 }]);
-    expect((await call('POST', `${docs}/create`, { docs: [{ _id: 2 }] })).status).toBe(201);
-    // The write refused during the outage did not happen later either.
-    expect(((await call('POST', `${docs}/count`, { query: {} })).json as { result: unknown }).result).toEqual(
-      {
-        count: 2,
-      },
+    await Promise.all(
+      requests.map(async ([method, path, body]) => {
+        const started = Date.now();
+        const res = await fetch(`${server.url}${path}`, {
+          method,
+          headers: { 'x-auth-token': token, ...(body ? { 'content-type': 'application/json' } : {}) },
+          ...(body ? { body: JSON.stringify(body) } : {}),
+          signal: AbortSignal.timeout(30_000),
+        });
+        const text = await res.text();
+        const ms = Date.now() - started;
+        expect(res.status, `${method} ${path} after ${ms} ms: ${text}`).toBe(503);
+        expect(res.headers.get('retry-after'), `${method} ${path}`).toBe(String(RETRY_AFTER_SECONDS));
+        expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+        expect(JSON.parse(text).code).toBe('SERVICE_UNAVAILABLE');
+        // Nothing leaks about the cause beyond "unavailable".
+        expect(text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|postgres/i);
+        expect(ms, `${method} ${path}`).toBeLessThan(ANSWER_WITHIN_MS);
+      }),
     );
+  }
 
+  /** Once the database is back: how long until a read is served, polled from the moment it is. */
+  async function msUntilServed(): Promise<number> {
+    const started = Date.now();
+    for (;;) {
+      const res = await call('POST', `${docs}/read`, {});
+      if (res.status === 200) return Date.now() - started;
+      expect(res.status, res.text).toBe(503);
+      expect(Date.now() - started).toBeLessThan(30_000);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  async function count(): Promise<unknown> {
+    return ((await call('POST', `${docs}/count`, { query: {} })).json as { result: unknown }).result;
+  }
+
+  it('stopped: bounded 503s with Retry-After, nothing written, served again within a second', async () => {
+    expect((await call('GET', '/readyz')).status).toBe(200);
+    db.stop();
+    // Twice: the second round meets a pool whose reconnection attempts have been failing.
+    await expectBounded503s(1);
+    await expectBounded503s(2);
+    db.start();
+    expect(await msUntilServed()).toBeLessThan(SERVED_AGAIN_WITHIN_MS);
+    expect((await call('GET', '/readyz')).status).toBe(200);
+    // The writes refused during the outage did not happen later either.
+    expect(await count()).toEqual({ count: 1 });
+    expect((await call('POST', `${docs}/create`, { docs: [{ _id: 2 }] })).status).toBe(201);
+    expect(await count()).toEqual({ count: 2 });
+  }, 120_000);
+
+  it('frozen (SIGSTOP): bounded 503s with Retry-After; served again after SIGCONT', async () => {
+    // Every connection of the pool open and idle, so that statements are sent into the silence.
+    await Promise.all(Array.from({ length: 12 }, () => call('POST', `${docs}/read`, {})));
+    db.freeze();
+    try {
+      await expectBounded503s(3);
+    } finally {
+      db.thaw();
+    }
+    expect(await msUntilServed()).toBeLessThan(SERVED_AGAIN_WITHIN_MS);
+    expect((await call('POST', `${docs}/create`, { docs: [{ _id: 4 }] })).status).toBe(201);
+  }, 120_000);
+
+  it('the OIDC token endpoint answers 503 temporarily_unavailable while the database is down', async () => {
+    const settings = await call('GET', `/v1/workplaces/${w}/oidc`);
+    const oidcToken = (settings.json as { result: { token: string } }).result.token;
+    const registered = await fetch(`${server.url}/oidc/${w}/oidc/registration`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${oidcToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ redirect_uris: ['https://app.example/cb'] }),
+    });
+    expect(registered.status).toBe(201);
+    const client = ((await registered.json()) as { result: { client_id: string; client_secret: string } })
+      .result;
+    const tokenRequest = () =>
+      fetch(`${server.url}/oidc/${w}/token`, {
+        method: 'POST',
+        headers: {
+          authorization: `Basic ${Buffer.from(`${client.client_id}:${client.client_secret}`).toString('base64')}`,
+          'content-type': 'application/x-www-form-urlencoded',
+        },
+        body: new URLSearchParams({
+          grant_type: 'authorization_code',
+          code: 'x',
+          redirect_uri: 'https://app.example/cb',
+        }),
+        signal: AbortSignal.timeout(30_000),
+      });
+    // The provider is built and cached while the database is up; an unknown code is its own 400.
+    expect((await tokenRequest()).status).toBe(400);
+
+    // A failure inside the provider: its own read of the client (the request's lookups before it
+    // succeed) waits for a lock until the statement timeout cancels it.
+    const other = postgres(db.url, { max: 1, onnotice: () => {} });
+    try {
+      await other.begin(async (tx) => {
+        await tx`lock table oidc_clients in access exclusive mode`;
+        const res = await tokenRequest();
+        const text = await res.text();
+        expect(res.status, text).toBe(503);
+        expect(res.headers.get('retry-after')).toBe(String(RETRY_AFTER_SECONDS));
+        expect(JSON.parse(text)).toEqual({
+          error: 'temporarily_unavailable',
+          error_description: expect.any(String),
+        });
+      });
+    } finally {
+      await other.end({ timeout: 5 });
+    }
+    expect((await tokenRequest()).status).toBe(400);
+
+    db.stop();
+    try {
+      for (const path of ['/token', '/.well-known/openid-configuration', '/me', '/jwks']) {
+        const res =
+          path === '/token'
+            ? await tokenRequest()
+            : await fetch(`${server.url}/oidc/${w}${path}`, { signal: AbortSignal.timeout(30_000) });
+        const text = await res.text();
+        expect(res.status, `${path}: ${text}`).toBe(503);
+        expect(res.headers.get('retry-after'), path).toBe(String(RETRY_AFTER_SECONDS));
+        expect(JSON.parse(text)).toMatchObject({ error: 'temporarily_unavailable' });
+        expect(JSON.parse(text).error_description).toEqual(expect.any(String));
+      }
+    } finally {
+      db.start();
+    }
+    await msUntilServed();
+    expect((await tokenRequest()).status).toBe(400);
     expect(await server.stop()).toEqual({ code: 0, signal: null });
   }, 120_000);
 });

@@ -4,11 +4,11 @@ import { errors } from './errors.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
 import { mayHoldUnsafeNumber, type UnsafeNumber, unsafeNumberAt } from './json-numbers.js';
 
-const UNSAFE_NUMBER: Record<UnsafeNumber, string> = {
-  range: 'is a number beyond the range of a double (such as 1e999)',
-  integer:
-    'is an integer beyond ±9007199254740991 (2^53 − 1), which a double cannot hold exactly; send it as a string',
-};
+function unsafeNumberMessage(reason: UnsafeNumber, stored: string): string {
+  return reason === 'range'
+    ? 'is a number beyond the range of a double (such as 1e999)'
+    : `is an integer that a double cannot hold: it would be stored as ${stored}; send it as a string`;
+}
 
 type Done = (err: Error | null, body?: unknown) => void;
 /** Fastify's own JSON parser (secure-json-parse: `__proto__` and `constructor` keys refused). */
@@ -34,7 +34,7 @@ export function jsonBodyParser(parseJson: ParseJson) {
     parseJson(request, text, (err, value) => {
       const unsafe = !err && mayHoldUnsafeNumber(text) ? unsafeNumberAt(text) : undefined;
       if (unsafe === undefined) return done(err, value);
-      const message = UNSAFE_NUMBER[unsafe.reason];
+      const message = unsafeNumberMessage(unsafe.reason, unsafe.stored);
       done(errors.validation([{ in: 'body', path: unsafe.pointer, message }]), undefined);
     });
   };

@@ -1,18 +1,20 @@
 import { stringEnd } from './db/jsonb-id-first.js';
 
 /**
- * JSON allows numbers of any size and precision, and JSON.parse reads each as the nearest double.
- * Two kinds would change silently on their way in, so they are refused: numbers beyond a double's
- * range (parsed as Infinity, which JSON.stringify and jsonb turn into null), and integer literals
- * beyond ±(2^53 − 1), past which doubles miss integers (9007199254740993 would be stored as
- * 9007199254740992; a client sending a 64-bit id means every digit). A literal with a fraction or
- * an exponent (`1e300`, `0.1`) asks for a double, and keeps the nearest double's value.
+ * JSON allows numbers of any size and precision; JSON.parse reads each as the nearest double, and
+ * documents and query values are written back out with JSON.stringify, as the shortest decimal
+ * that reads back as that double. Two kinds of number would change silently on the way, so they
+ * are refused: numbers beyond a double's range (parsed as Infinity, written as null), and integer
+ * literals that would be written as another integer (9007199254740993 as 9007199254740992: a
+ * client sending a 64-bit id means every digit). Integers that come back as sent are kept at any
+ * size (1152921504606847000, which is how JavaScript writes 2**60), and a literal with a fraction
+ * or an exponent (`0.1`, `1e300`) asks for a double and keeps the nearest one.
  */
 export type UnsafeNumber = 'range' | 'integer';
 
 /**
  * Whether the text may hold such a number: an exponent of three digits or more, or 16 digits in a
- * row (every integer past 2^53 − 1 has 16 or more). Cheap to test on every body; a match (even
+ * row (doubles hold every integer below 2^53, which has 16). Cheap to test on every body; a match (even
  * inside a string) only means the text is scanned by `unsafeNumberAt`.
  */
 const MAYBE_UNSAFE = /[eE][+-]?\d{3}|\d{16}/;
@@ -32,6 +34,13 @@ interface Frame {
   expectKey: boolean;
 }
 
+/** The integer that JSON.stringify writes for an integral double (`1.2e+21` spelled out). */
+function writtenInteger(value: number): bigint {
+  const [mantissa = '', exponent = '0'] = JSON.stringify(value).split('e');
+  const [whole = '', fraction = ''] = mantissa.split('.');
+  return BigInt(whole + fraction) * 10n ** BigInt(Number(exponent) - fraction.length);
+}
+
 function escapePointer(key: string): string {
   return key.replace(/~/g, '~0').replace(/\//g, '~1');
 }
@@ -41,7 +50,9 @@ function escapePointer(key: string): string {
  * unsafe. A scan of the text rather than a walk of the parsed value: only the text tells `1e20`
  * (a double) from `100000000000000000000` (an integer), and the text keeps every key in place.
  */
-export function unsafeNumberAt(text: string): { pointer: string; reason: UnsafeNumber } | undefined {
+export function unsafeNumberAt(
+  text: string,
+): { pointer: string; reason: UnsafeNumber; stored: string } | undefined {
   const frames: Frame[] = [];
   const here = (): string => {
     const top = frames[frames.length - 1];
@@ -71,9 +82,12 @@ export function unsafeNumberAt(text: string): { pointer: string; reason: UnsafeN
       const m = NUMBER.exec(text);
       if (m === null) return undefined;
       const value = Number(m[0]);
-      if (!Number.isFinite(value)) return { pointer: here(), reason: 'range' };
-      if (m[1] === undefined && m[2] === undefined && !Number.isSafeInteger(value))
-        return { pointer: here(), reason: 'integer' };
+      if (!Number.isFinite(value)) return { pointer: here(), reason: 'range', stored: 'null' };
+      const integer = m[1] === undefined && m[2] === undefined;
+      if (integer && !Number.isSafeInteger(value)) {
+        const stored = writtenInteger(value);
+        if (stored !== BigInt(m[0])) return { pointer: here(), reason: 'integer', stored: String(stored) };
+      }
       i += m[0].length - 1;
     }
   }

@@ -13,21 +13,27 @@ describe('numbers a double would change', () => {
     [`{"x/y":{"~":${'9'.repeat(400)}}}`, '/x~1y/~0', 'range'],
     ['{"a":1e-999}', undefined], // underflows to 0, which is a finite number
     ['{"a":"1e999"}', undefined], // a string
-    // integers: exact up to 2^53 - 1, refused past it whether or not a double happens to hold them
+    // integer literals: refused when a double cannot hold them, kept at any size when it can
     ['{"n":9007199254740991}', undefined],
-    ['{"n":-9007199254740991}', undefined],
-    ['{"n":9007199254740992}', '/n', 'integer'],
+    ['{"n":-9007199254740992}', undefined],
     ['{"n":9007199254740993}', '/n', 'integer'],
     ['{"n":-9007199254740993}', '/n', 'integer'],
-    ['{"n":18446744073709551616}', '/n', 'integer'],
+    ['{"n":9007199254740994}', undefined],
+    ['{"n":18446744073709552000}', undefined], // 2^64 as JSON.stringify writes it
+    ['{"n":18446744073709551616}', '/n', 'integer'], // 2^64 in full: written back as …552000
+    ['{"n":18446744073709551615}', '/n', 'integer'],
+    ['{"n":100000000000000000000,"m":1152921504606847000}', undefined], // 1e20 and 2^60 from JSON.stringify
+    ['{"n":1000000000000000000000,"m":-12345678901234568000000}', undefined], // written as 1e+21, -1.2345678901234568e+22
+    ['{"n":1000000000000000000001}', '/n', 'integer'],
     ['{"n":1e20,"m":1e300,"k":9007199254740993.0,"j":1.5e16}', undefined], // doubles by their syntax
     ['{"n":"9007199254740993"}', undefined], // a string
-    ['{"docs":[{"a":1},{"n":12345678901234567890}]}', '/docs/1/n', 'integer'],
+    ['{"docs":[{"a":1},{"n":12345678901234567891}]}', '/docs/1/n', 'integer'],
     // the pointer follows the text: JavaScript would list the key "1" before "b"
     ['{"b":[0,{"\\"q\\"":[true,null,"x]",12345678901234567890]}],"1":2}', '/b/1/"q"/3', 'integer'],
     ['{"a":{"b":1},"c":[{"d":[]},"e"],"f":99999999999999999}', '/f', 'integer'],
     ['[1,[2,3],99999999999999999]', '/2', 'integer'],
     ['{"a/b~":{"":99999999999999999}}', '/a~1b~0/', 'integer'],
+    [`{"a":${'1'.repeat(308)}}`, '/a', 'integer'],
   ])('%s: %s', (text, pointer, reason) => {
     JSON.parse(text);
     const found = unsafeNumberAt(text);
@@ -36,7 +42,12 @@ describe('numbers a double would change', () => {
     if (pointer !== undefined) expect(mayHoldUnsafeNumber(text)).toBe(true);
   });
 
-  it.each(['{"a":1}', '{"a":1.5e10,"b":"text"}', `{"a":${'1'.repeat(15)}}`, '{"a":900719925474099}'])(
+  it('names the integer that would be stored instead', () => {
+    expect(unsafeNumberAt('{"n":9007199254740993}')?.stored).toBe('9007199254740992');
+    expect(unsafeNumberAt('[-1000000000000000000001]')?.stored).toBe('-1000000000000000000000');
+  });
+
+  it.each(['{"a":1}', '{"a":1.5e10,"b":"text"}', `{"a":${'1'.repeat(15)}}`, '{"a":-999999999999999}'])(
     'does not scan %s: nothing in it can be unsafe',
     (text) => {
       expect(mayHoldUnsafeNumber(text)).toBe(false);

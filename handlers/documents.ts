@@ -71,7 +71,7 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     const query = body.query as JsonObject;
     const filter = parseFilter(query);
     const update = parseUpdate(body.doc);
-    const seed = body.upsert ? upsertSeed(query) : undefined;
+    const seed = body.upsert ? upsertSeed(query, update) : undefined;
     const now = new Date();
     const plan = {
       filter,

@@ -825,9 +825,9 @@ interface Equality {
  * (MongoDB's rules, jstests/core/upsert_fields.js): fields, `$eq`, one-value `$in` and `$all`,
  * inside `$and` and inside an `$or` of one clause. A path fixed twice, or by a `$all` of several
  * values, is an error. A replacement document takes only `_id` from the query, and only from
- * conditions on `_id` itself. `update` absent reads as update operators.
+ * conditions on `_id` itself.
  */
-export function upsertSeed(query: JsonObject, update?: ParsedUpdate): JsonObject {
+export function upsertSeed(query: JsonObject, update: ParsedUpdate): JsonObject {
   if (!isPlainObject(query)) throw new QueryError('The query must be a JSON object.');
   const replacement = update?.kind === 'replacement';
   const seed: JsonObject = {};

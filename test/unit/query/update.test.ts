@@ -1722,14 +1722,16 @@ const replacementSeedErrorCases: { name: string; query: JsonObject; error: RegEx
 ];
 
 describe('upsertSeed', () => {
+  const OPERATORS = parseUpdate({ $set: { r: 1 } });
+
   it.each(seedCases)('$name', ({ query, expected }) => {
-    const seed = upsertSeed(deepFreeze(query));
+    const seed = upsertSeed(deepFreeze(query), OPERATORS);
     expect(seed).toStrictEqual(expected);
     if ('_id' in seed) expect(Object.keys(seed)[0]).toBe('_id');
   });
 
   it.each(seedErrorCases)('rejects $name', ({ query, error }) => {
-    expect(queryError(() => upsertSeed(query as JsonObject)).message).toMatch(error);
+    expect(queryError(() => upsertSeed(query as JsonObject, OPERATORS)).message).toMatch(error);
   });
 
   it.each(replacementSeedCases)('for a replacement: $name', ({ query, expected }) => {
@@ -1742,14 +1744,14 @@ describe('upsertSeed', () => {
 
   it('does not share values with the query', () => {
     const query = { a: { b: [1] } };
-    const seed = upsertSeed(query);
+    const seed = upsertSeed(query, OPERATORS);
     ((seed.a as JsonObject).b as Json[]).push(2);
     expect(query.a.b).toEqual([1]);
   });
 
   it('seeds an upsert that then applies its operators', () => {
-    const seed = upsertSeed({ _id: 'k', n: { $gt: 1 }, 'm.x': 1 });
     const update = parseUpdate({ $set: { 'm.y': 2 }, $inc: { n: 5 }, $setOnInsert: { created: 'now' } });
+    const seed = upsertSeed({ _id: 'k', n: { $gt: 1 }, 'm.x': 1 }, update);
     expect(applyUpdate(seed, update, { now: NOW, isInsert: true })).toStrictEqual({
       _id: 'k',
       m: { x: 1, y: 2 },

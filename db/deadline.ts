@@ -43,16 +43,77 @@ interface QueryInternals {
   state: unknown;
   canceller: ((q: QueryInternals) => Promise<void>) | null;
   cursorRows?: number;
+  resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
   handle(): Promise<void>;
 }
 
-interface Policy {
-  deadlineMs: number;
-  /** Resolves true when the server answers within PROBE_TIMEOUT_MS; one probe at a time. */
-  alive(): Promise<boolean>;
-  /** Closes every connection of the pool. */
-  disconnect(): void;
+/**
+ * One pool's statements and deadline. One timer per pool sweeps the statements rather than a timer
+ * and a promise reaction per statement, which every query of every request would pay for. A
+ * statement is therefore given up between its deadline and a tenth of a deadline later.
+ */
+class Policy {
+  /** Statements not yet answered, with when their deadline was last set (performance.now()). */
+  readonly #running = new Map<QueryInternals, number>();
+  readonly #givenUp = new WeakSet<QueryInternals>();
+  #sweeper: NodeJS.Timeout | undefined;
+  readonly #sweepMs: number;
+
+  constructor(
+    readonly deadlineMs: number,
+    /** Resolves true when the server answers within PROBE_TIMEOUT_MS; one probe at a time. */
+    private readonly alive: () => Promise<boolean>,
+    /** Closes every connection of the pool. */
+    private readonly disconnect: () => void,
+  ) {
+    this.#sweepMs = Math.max(deadlineMs / 10, 20);
+  }
+
+  arm(q: QueryInternals): void {
+    this.#running.set(q, performance.now());
+    const { resolve, reject } = q;
+    q.resolve = (value: unknown) => {
+      this.#running.delete(q);
+      resolve(value);
+    };
+    q.reject = (err: unknown) => {
+      this.#running.delete(q);
+      reject(this.#givenUp.has(q) ? new DatabaseDeadlineError(this.deadlineMs, err) : err);
+    };
+    if (!this.#sweeper) {
+      this.#sweeper = setInterval(() => this.#sweep(), this.#sweepMs);
+      this.#sweeper.unref();
+    }
+  }
+
+  #sweep(): void {
+    if (this.#running.size === 0) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+      return;
+    }
+    const now = performance.now();
+    const unanswered: QueryInternals[] = [];
+    for (const [q, since] of this.#running) {
+      if (now - since < this.deadlineMs) continue;
+      if (q.state === null) {
+        this.#givenUp.add(q);
+        this.#running.delete(q);
+        (q.canceller as (q: QueryInternals) => Promise<void>)(q).catch(() => {});
+      } else {
+        // Checked again a deadline later if the server turns out to be merely busy.
+        this.#running.set(q, now);
+        unanswered.push(q);
+      }
+    }
+    if (unanswered.length === 0) return;
+    void this.alive().then((alive) => {
+      if (alive) return;
+      for (const q of unanswered) if (this.#running.has(q)) this.#givenUp.add(q);
+      this.disconnect();
+    });
+  }
 }
 
 /** Keyed by the cancel function postgres.js gives every query of one pool (and only that pool). */
@@ -62,35 +123,7 @@ const HOOKED = Symbol.for('workplace-platform.db-deadline');
 function arm(q: QueryInternals): void {
   const policy = q.canceller ? policies.get(q.canceller) : undefined;
   if (!policy || q.cursorRows !== undefined) return;
-  const cancel = q.canceller as (q: QueryInternals) => Promise<void>;
-  let givenUp = false;
-  let settled = false;
-  const reject = q.reject;
-  q.reject = (err: unknown) => reject(givenUp ? new DatabaseDeadlineError(policy.deadlineMs, err) : err);
-  const check = () => {
-    if (settled) return;
-    if (q.state === null) {
-      givenUp = true;
-      cancel(q).catch(() => {});
-      return;
-    }
-    void policy.alive().then((alive) => {
-      if (settled) return;
-      if (alive) {
-        timer = setTimeout(check, policy.deadlineMs);
-        return;
-      }
-      givenUp = true;
-      policy.disconnect();
-    });
-  };
-  let timer = setTimeout(check, policy.deadlineMs);
-  const done = () => {
-    settled = true;
-    clearTimeout(timer);
-  };
-  // Promise's own then: the Query's would run `handle` again.
-  Promise.prototype.then.call(q, done, done);
+  policy.arm(q);
 }
 
 function hook(sql: postgres.Sql): void {
@@ -173,18 +206,21 @@ export function openWithDeadlines(
   hook(sql);
   const sample = sql`select 1` as unknown as QueryInternals;
   if (!sample.canceller) throw new Error('db/deadline.ts does not know this postgres.js release');
-  policies.set(sample.canceller, {
-    deadlineMs,
-    alive() {
-      probing ??= probe().finally(() => {
-        probing = undefined;
-      });
-      return probing;
-    },
-    disconnect() {
-      for (const socket of sockets) socket.destroy();
-    },
-  });
+  policies.set(
+    sample.canceller,
+    new Policy(
+      deadlineMs,
+      () => {
+        probing ??= probe().finally(() => {
+          probing = undefined;
+        });
+        return probing;
+      },
+      () => {
+        for (const socket of sockets) socket.destroy();
+      },
+    ),
+  );
   return {
     sql,
     async end(timeoutSeconds) {

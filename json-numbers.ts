@@ -13,11 +13,14 @@ import { stringEnd } from './db/jsonb-id-first.js';
 export type UnsafeNumber = 'range' | 'integer';
 
 /**
- * Whether the text may hold such a number: an exponent of three digits or more, or 16 digits in a
- * row (doubles hold every integer below 2^53, which has 16). Cheap to test on every body; a match (even
- * inside a string) only means the text is scanned by `unsafeNumberAt`.
+ * Whether the text may hold such a number: an exponent of three digits or more, 309 digits in a
+ * row, or an integer literal of 16 digits or more (doubles hold every integer below 2^53, which has
+ * 16). A run of digits in a fraction or before one is a double's and no integer literal: a body of
+ * computed numbers such as 0.30000000000000004 is not scanned, which would cost more than parsing
+ * it. Cheap to test on every body; a match (even inside a string) only means the text is scanned by
+ * `unsafeNumberAt`.
  */
-const MAYBE_UNSAFE = /[eE][+-]?\d{3}|\d{16}/;
+const MAYBE_UNSAFE = /[eE][+-]?\d{3}|\d{309}|(?<![.\d])\d{16,}(?![.\deE])/;
 
 export function mayHoldUnsafeNumber(text: string): boolean {
   return MAYBE_UNSAFE.test(text);

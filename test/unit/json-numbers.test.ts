@@ -34,6 +34,8 @@ describe('numbers a double would change', () => {
     ['[1,[2,3],99999999999999999]', '/2', 'integer'],
     ['{"a/b~":{"":99999999999999999}}', '/a~1b~0/', 'integer'],
     [`{"a":${'1'.repeat(308)}}`, '/a', 'integer'],
+    [`{"a":${'9'.repeat(309)}.5}`, '/a', 'range'],
+    ['{"a":0.1,"n":[12345678901234567891]}', '/n/0', 'integer'],
   ])('%s: %s', (text, pointer, reason) => {
     JSON.parse(text);
     const found = unsafeNumberAt(text);
@@ -47,7 +49,13 @@ describe('numbers a double would change', () => {
     expect(unsafeNumberAt('[-1000000000000000000001]')?.stored).toBe('-1000000000000000000000');
   });
 
-  it.each(['{"a":1}', '{"a":1.5e10,"b":"text"}', `{"a":${'1'.repeat(15)}}`, '{"a":-999999999999999}'])(
+  it.each([
+    '{"a":1}',
+    '{"a":1.5e10,"b":"text"}',
+    `{"a":${'1'.repeat(15)}}`,
+    '{"a":-999999999999999}',
+    '{"a":0.30000000000000004,"b":[-12345678901234567.5,1234567890123456789e-3]}',
+  ])(
     'does not scan %s: nothing in it can be unsafe',
     (text) => {
       expect(mayHoldUnsafeNumber(text)).toBe(false);

@@ -205,7 +205,9 @@ export function toAppError(err: unknown, bodyLimit: number): AppError {
       return new AppError(409, 'DUPLICATE_KEY', 'A unique key is already taken.', { cause: err });
     case 'DB_DEADLINE_EXCEEDED':
       return errors.serviceUnavailable(
-        'The database did not answer in time; nothing was written. Retry later.',
+        (err as { sent?: boolean }).sent
+          ? 'The database stopped answering and the connection to it was closed. A write it had already received may still be applied when it answers again: check before repeating one that is not idempotent.'
+          : 'The database did not answer in time; the request was never sent to it, so nothing was written. Retry later.',
         err,
       );
     case '57014':

@@ -24,7 +24,16 @@ import postgres from 'postgres';
 /** The error a statement given up at its deadline is rejected with. */
 export class DatabaseDeadlineError extends Error {
   readonly code = 'DB_DEADLINE_EXCEEDED';
-  constructor(deadlineMs: number, cause: unknown) {
+  constructor(
+    deadlineMs: number,
+    /**
+     * Whether the server had been sent the statement. Closing the connection rolls back an open
+     * transaction, but a server that wakes up still runs what it had received before it reads that
+     * the connection closed: a statement outside a transaction, or a COMMIT, may yet take effect.
+     */
+    readonly sent: boolean,
+    cause: unknown,
+  ) {
     super(`The database did not answer within ${deadlineMs} ms.`, { cause });
     this.name = 'DatabaseDeadlineError';
   }
@@ -56,7 +65,8 @@ interface QueryInternals {
 class Policy {
   /** Statements not yet answered, with when their deadline was last set (performance.now()). */
   readonly #running = new Map<QueryInternals, number>();
-  readonly #givenUp = new WeakSet<QueryInternals>();
+  /** Statements given up, and whether each had been sent. */
+  readonly #givenUp = new WeakMap<QueryInternals, boolean>();
   #sweeper: NodeJS.Timeout | undefined;
   readonly #sweepMs: number;
 
@@ -79,7 +89,8 @@ class Policy {
     };
     q.reject = (err: unknown) => {
       this.#running.delete(q);
-      reject(this.#givenUp.has(q) ? new DatabaseDeadlineError(this.deadlineMs, err) : err);
+      const sent = this.#givenUp.get(q);
+      reject(sent === undefined ? err : new DatabaseDeadlineError(this.deadlineMs, sent, err));
     };
     if (!this.#sweeper) {
       this.#sweeper = setInterval(() => this.#sweep(), this.#sweepMs);
@@ -98,7 +109,7 @@ class Policy {
     for (const [q, since] of this.#running) {
       if (now - since < this.deadlineMs) continue;
       if (q.state === null) {
-        this.#givenUp.add(q);
+        this.#givenUp.set(q, false);
         this.#running.delete(q);
         (q.canceller as (q: QueryInternals) => Promise<void>)(q).catch(() => {});
       } else {
@@ -110,7 +121,7 @@ class Policy {
     if (unanswered.length === 0) return;
     void this.alive().then((alive) => {
       if (alive) return;
-      for (const q of unanswered) if (this.#running.has(q)) this.#givenUp.add(q);
+      for (const q of unanswered) if (this.#running.has(q)) this.#givenUp.set(q, true);
       this.disconnect();
     });
   }

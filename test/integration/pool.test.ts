@@ -50,6 +50,7 @@ describe.runIf(DATABASE_URL)('the deadline of a statement', () => {
       const started = Date.now();
       const err = await db.sql.unsafe(`insert into ${table} values (1)`).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(DatabaseDeadlineError);
+      expect((err as DatabaseDeadlineError).sent).toBe(false);
       expect(Date.now() - started).toBeLessThan(DEADLINE_MS + 1_000);
       for (const conn of held) conn.release();
       expect(await db.sql.unsafe(`select count(*)::int as n from ${table}`)).toEqual([{ n: 0 }]);

@@ -829,7 +829,7 @@ interface Equality {
  */
 export function upsertSeed(query: JsonObject, update: ParsedUpdate): JsonObject {
   if (!isPlainObject(query)) throw new QueryError('The query must be a JSON object.');
-  const replacement = update?.kind === 'replacement';
+  const replacement = update.kind === 'replacement';
   const seed: JsonObject = {};
   const claims = new PathClaims<string>();
   for (const { path, value, refused } of equalities(query, 0)) {

@@ -55,10 +55,7 @@ describe('numbers a double would change', () => {
     `{"a":${'1'.repeat(15)}}`,
     '{"a":-999999999999999}',
     '{"a":0.30000000000000004,"b":[-12345678901234567.5,1234567890123456789e-3]}',
-  ])(
-    'does not scan %s: nothing in it can be unsafe',
-    (text) => {
-      expect(mayHoldUnsafeNumber(text)).toBe(false);
-    },
-  );
+  ])('does not scan %s: nothing in it can be unsafe', (text) => {
+    expect(mayHoldUnsafeNumber(text)).toBe(false);
+  });
 });

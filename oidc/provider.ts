@@ -120,29 +120,22 @@ function adapterFor(sql: Sql, workplaceId: string) {
     }
 
     find(id: string): Promise<AdapterPayload | undefined> {
-      return fromDatabase(async () => {
-        if (this.model === 'Client') return clientPayload(sql, workplaceId, id);
-        return (await findPayload(sql, workplaceId, this.model, { column: 'id', value: id })) as
-          | AdapterPayload
-          | undefined;
-      });
+      if (this.model === 'Client') return fromDatabase(() => clientPayload(sql, workplaceId, id));
+      return this.#findBy('id', id);
     }
 
     findByUid(uid: string): Promise<AdapterPayload | undefined> {
-      return fromDatabase(
-        async () =>
-          (await findPayload(sql, workplaceId, this.model, { column: 'uid', value: uid })) as
-            | AdapterPayload
-            | undefined,
-      );
+      return this.#findBy('uid', uid);
     }
 
     findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
+      return this.#findBy('user_code', userCode);
+    }
+
+    #findBy(column: 'id' | 'uid' | 'user_code', value: string): Promise<AdapterPayload | undefined> {
       return fromDatabase(
         async () =>
-          (await findPayload(sql, workplaceId, this.model, { column: 'user_code', value: userCode })) as
-            | AdapterPayload
-            | undefined,
+          (await findPayload(sql, workplaceId, this.model, { column, value })) as AdapterPayload | undefined,
       );
     }
 

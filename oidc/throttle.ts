@@ -1,51 +1,59 @@
+import {
+  type AttemptLimits,
+  clearLoginAttempts,
+  purgeExpiredLoginAttempts,
+  reserveLoginAttempt,
+} from '../db/login-attempts.js';
+import type { JsonObject } from '../db/query/errors.js';
+import type { Sql } from '../db/sql.js';
+import { subjectOf } from './users.js';
+
 /**
- * Slows down password guessing: after MAX_FAILURES failed sign-ins for one login within WINDOW,
- * that login is refused for LOCK, whatever the password. Per process (a deployment with several
- * processes multiplies the allowance by their number); a success clears the count.
+ * Slows down password guessing: after MAX_FAILURES failed sign-ins on one account within WINDOW,
+ * the account is refused for LOCK, whatever the password; a success clears the count. Five tries
+ * leave room for typos while an online guesser gets no more than five per account every fifteen
+ * minutes. The count lives in PostgreSQL, so that every process behind a balancer shares one
+ * allowance (in memory, N processes allowed N times the guesses), and each attempt is counted
+ * before its password is checked, so that guesses sent at the same moment cannot all be checked
+ * before any of them is counted.
  */
 export const MAX_FAILURES = 5;
-const WINDOW_MS = 15 * 60_000;
-const LOCK_MS = 15 * 60_000;
-const MAX_TRACKED = 100_000;
+const WINDOW_SECONDS = 15 * 60;
+const LOCK_SECONDS = 15 * 60;
+const LIMITS: AttemptLimits = {
+  maxFailures: MAX_FAILURES,
+  windowSeconds: WINDOW_SECONDS,
+  lockSeconds: LOCK_SECONDS,
+};
+/** The share of attempts that also delete expired rows, so that old ones do not pile up. */
+const PURGE_PROBABILITY = 0.01;
 
-interface Entry {
-  failures: number;
-  since: number;
-  lockedUntil: number;
+/**
+ * What the attempts of a sign-in are counted on: the user's subject when the login names exactly
+ * one user, so that e-mail and username share one count; otherwise the login itself, lowercased,
+ * so that an unknown login is locked exactly as a real one is and a 429 tells nothing about which
+ * accounts exist. The prefixes keep a subject and a login spelled alike apart.
+ */
+export function accountKey(user: JsonObject | undefined, login: string): string {
+  const subject = user ? subjectOf(user) : undefined;
+  return subject !== undefined ? `s:${subject}` : `l:${login.toLowerCase()}`;
 }
 
 export class LoginThrottle {
-  readonly #entries = new Map<string, Entry>();
-  constructor(private readonly now: () => number = Date.now) {}
+  constructor(private readonly sql: Sql) {}
 
-  /** Seconds until `key` may try again; 0 when it may now. */
-  retryAfter(key: string): number {
-    const e = this.#entries.get(key);
-    if (!e) return 0;
-    const left = e.lockedUntil - this.now();
-    return left > 0 ? Math.ceil(left / 1000) : 0;
+  /**
+   * Counts an attempt on `account` as failed until succeeded() says otherwise. Returns the seconds
+   * to wait when the attempt is refused (the account is locked), or 0 when its password may be
+   * checked.
+   */
+  async reserve(workplaceId: string, account: string): Promise<number> {
+    const { failures, lockedFor } = await reserveLoginAttempt(this.sql, workplaceId, account, LIMITS);
+    if (Math.random() < PURGE_PROBABILITY) await purgeExpiredLoginAttempts(this.sql, WINDOW_SECONDS);
+    return failures > MAX_FAILURES ? Math.max(lockedFor, 1) : 0;
   }
 
-  failed(key: string): void {
-    const now = this.now();
-    let e = this.#entries.get(key);
-    if (!e || now - e.since > WINDOW_MS) {
-      if (this.#entries.size >= MAX_TRACKED) this.#prune(now);
-      e = { failures: 0, since: now, lockedUntil: 0 };
-      this.#entries.set(key, e);
-    }
-    e.failures++;
-    if (e.failures >= MAX_FAILURES) e.lockedUntil = now + LOCK_MS;
-  }
-
-  succeeded(key: string): void {
-    this.#entries.delete(key);
-  }
-
-  #prune(now: number) {
-    for (const [key, e] of this.#entries) {
-      if (now - e.since > WINDOW_MS && e.lockedUntil < now) this.#entries.delete(key);
-    }
-    if (this.#entries.size >= MAX_TRACKED) this.#entries.clear();
+  succeeded(workplaceId: string, account: string): Promise<void> {
+    return clearLoginAttempts(this.sql, workplaceId, account);
   }
 }

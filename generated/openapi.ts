@@ -820,16 +820,20 @@ export interface components {
          *       `application_type`). `redirect_uris` cannot be removed.
          *     - `scope` is an array as the interface defines it; a space-separated string
          *       (`"openid email"`, as in RFC 7591) is also accepted and stored as an array. Duplicates
-         *       are dropped.
-         *     - `contacts` is a string as the interface defines it; an array of strings (as in
-         *       RFC 7591) is also accepted and stored joined with `", "`.
+         *       are dropped. See `scope` below for what a scope gives.
+         *     - `contacts` is a string as the interface defines it (any text, not only e-mail
+         *       addresses); an array of strings (as in RFC 7591) is also accepted. Either is stored and
+         *       returned as given, and shown on the sign-in and consent pages.
+         *
+         *     Every client this route accepts can sign in: metadata that the OpenID Provider could not
+         *     serve is refused here, with `400` and the field named in `error_description`.
          *
          *     The rules every redirect URI follows (`invalid_redirect_uri` otherwise):
          *
          *     | `application_type` | allowed `redirect_uris` |
          *     |---|---|
          *     | `web` (default) | `https://...`; `http://...` only on a loopback host: `localhost`, `127.0.0.0/8` or `[::1]` |
-         *     | `native` | a private-use scheme in reverse-domain form such as `com.example.app:/callback` (RFC 8252 section 7.1); `http://` on a loopback host (section 7.3); `https://...` (section 7.2) |
+         *     | `native` | a private-use scheme in reverse-domain form such as `com.example.app:/callback` (RFC 8252 section 7.1); `http://` on `localhost`, `127.0.0.1` or `[::1]`, any port (section 7.3); `https://...` on any other host (section 7.2) |
          *
          *     Every redirect URI is absolute, has no fragment (`#`) and no user information
          *     (`user@`). `post_logout_redirect_uris` follow the same rules (`invalid_client_metadata`
@@ -837,7 +841,20 @@ export interface components {
          *     `https` URLs. Redirect URIs are later matched exactly as registered (no normalisation).
          */
         ClientMetadataInput: {
-            /** @description Additional scopes that may appear in the ID token. Default `[]`. */
+            /**
+             * @description Additional scopes of this client. Default `[]`. At most 100 scope tokens (RFC 6749
+             *     section 3.3) of 1 to 128 characters, and 4096 characters in all joined with spaces, so
+             *     that one authorization request can ask for all of them. The standard scopes `openid`,
+             *     `profile`, `email`, `phone`, `address` and `offline_access` are open to every client,
+             *     listed or not; `profile`, `email`, `phone` and `address` release the standard claims
+             *     of the same names from the user's document, and `offline_access` (with consent) gives
+             *     a refresh token. Any other scope token listed here is this client's own: it may ask
+             *     for it, the user's consent covers it, and token responses return it in `scope`
+             *     (refreshes keep it). Such a scope releases no claims, and it is not advertised in
+             *     discovery's `scopes_supported`, which lists the standard scopes only. A client never
+             *     gets another scope that is not standard: the request is refused with `invalid_scope`
+             *     or the scope is left out of the grant.
+             */
             scope?: components["schemas"]["ScopeList"] | string | null;
             /** @description Where the provider may send the user back after sign-in. Required on create. */
             redirect_uris?: components["schemas"]["Uri"][];
@@ -845,12 +862,14 @@ export interface components {
             post_logout_redirect_uris?: components["schemas"]["Uri"][] | null;
             /**
              * @description Unix time (seconds) at which the client secret expires; `0` (the default) means
-             *     never. A rotated secret (`generate_token: true`) keeps this value.
+             *     never. A rotated secret (`generate_token: true`) keeps this value. A time already past
+             *     is refused (`400`), as is `generate_token: true` while the stored time is past: the
+             *     token endpoint refuses an expired secret.
              */
             client_secret_expires_at?: number | null;
             /** @description Shown on the sign-in form. */
             client_name?: string | null;
-            /** @description Contacts shown on the sign-in form. */
+            /** @description Contacts shown on the sign-in and consent pages, as given. */
             contacts?: string | string[] | null;
             /** @description Logo shown on the sign-in form. */
             logo_uri?: components["schemas"]["Uri"] | null;
@@ -912,7 +931,8 @@ export interface components {
             redirect_uris: string[];
             post_logout_redirect_uris: string[];
             client_name?: string;
-            contacts?: string;
+            /** @description As given on registration or update, a string or an array of strings. */
+            contacts?: string | string[];
             logo_uri?: string;
             client_uri?: string;
             tos_uri?: string;

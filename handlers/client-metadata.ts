@@ -23,6 +23,12 @@ const OPTIONAL_STRINGS = ['client_name', 'logo_uri', 'client_uri', 'tos_uri', 'p
 const PAGE_URIS = ['logo_uri', 'client_uri', 'tos_uri', 'policy_uri'] as const;
 const SCOPE_TOKEN = /^[\x21\x23-\x5B\x5D-\x7E]{1,128}$/;
 const MAX_SCOPES = 100;
+/**
+ * Characters of all scopes joined with spaces, as the string form allows. A relying party asks for
+ * its scopes in the authorization URL, where each may take three times its length percent-encoded,
+ * and the server reads at most 16 KiB of request line and headers: 4096 leaves room for the rest.
+ */
+const MAX_SCOPE_CHARACTERS = 4096;
 
 function invalid(field: string, message: string): AppError {
   const redirect = field === 'redirect_uris' || field.startsWith('redirect_uris/');
@@ -38,12 +44,32 @@ export function metadataForCreate(input: ClientMetadataInput): ClientMetadata {
     throw invalid('generate_token', 'is only for updates; a new client always gets a secret');
   }
   if (input.redirect_uris === undefined) throw invalid('redirect_uris', 'is required');
-  return checked(merge(DEFAULTS, input));
+  return checkedExpiry(input, checked(merge(DEFAULTS, input)));
 }
 
 /** The metadata after an update: the stored client, then the fields the input names. */
 export function metadataForUpdate(stored: ClientMetadata, input: ClientMetadataInput): ClientMetadata {
-  return checked(merge(stored, input));
+  return checkedExpiry(input, checked(merge(stored, input)));
+}
+
+/**
+ * The token endpoint refuses a client whose secret has expired, so an expiry already past would
+ * let no sign-in finish. Checked only when the request sets the expiry or asks for a new secret:
+ * a stored expiry passing later is the expiry doing its job, and does not block other changes.
+ */
+function checkedExpiry(input: ClientMetadataInput, m: ClientMetadata): ClientMetadata {
+  const expires = m.client_secret_expires_at;
+  if (expires === 0 || expires > Math.floor(Date.now() / 1000)) return m;
+  if (input.client_secret_expires_at != null) {
+    throw invalid('client_secret_expires_at', `${expires} has passed; give a later time, or 0 for never`);
+  }
+  if (input.generate_token === true) {
+    throw invalid(
+      'client_secret_expires_at',
+      `has passed (${expires}), so a new secret would be expired at once; give a later time, or 0 for never`,
+    );
+  }
+  return m;
 }
 
 function merge(base: ClientMetadata, input: ClientMetadataInput): ClientMetadata {
@@ -61,7 +87,7 @@ function merge(base: ClientMetadata, input: ClientMetadataInput): ClientMetadata
     out.application_type = input.application_type ?? DEFAULTS.application_type;
   if (input.contacts !== undefined) {
     if (input.contacts === null) delete out.contacts;
-    else out.contacts = Array.isArray(input.contacts) ? input.contacts.join(', ') : input.contacts;
+    else out.contacts = Array.isArray(input.contacts) ? [...input.contacts] : input.contacts;
   }
   for (const field of OPTIONAL_STRINGS) {
     const value = input[field];
@@ -83,11 +109,32 @@ function normaliseScope(scope: string | string[]): string[] {
   });
   const unique = [...new Set(tokens)];
   if (unique.length > MAX_SCOPES) throw invalid('scope', `has more than ${MAX_SCOPES} scopes`);
+  if (unique.join(' ').length > MAX_SCOPE_CHARACTERS) {
+    throw invalid(
+      'scope',
+      `has more than ${MAX_SCOPE_CHARACTERS} characters in all (joined with spaces), more than an authorization request can carry`,
+    );
+  }
   return unique;
+}
+
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/** U+0000 and unpaired surrogates: JSON carries them, PostgreSQL's jsonb refuses them. */
+function checkStorable(field: string, value: string) {
+  if (value.includes('\u0000') || UNPAIRED_SURROGATE.test(value)) {
+    throw invalid(field, 'holds a character that cannot be stored (U+0000 or an unpaired surrogate)');
+  }
 }
 
 /** Validates the merged client as a whole, so an update cannot leave a rule broken. */
 function checked(m: ClientMetadata): ClientMetadata {
+  if (m.client_name !== undefined) checkStorable('client_name', m.client_name);
+  if (typeof m.contacts === 'string') checkStorable('contacts', m.contacts);
+  else
+    m.contacts?.forEach((c, i) => {
+      checkStorable(`contacts/${i}`, c);
+    });
   if (m.redirect_uris.length === 0) throw invalid('redirect_uris', 'must hold at least one URI');
   m.redirect_uris.forEach((uri, i) => {
     checkRedirectUri(`redirect_uris/${i}`, uri, m.application_type);
@@ -123,14 +170,34 @@ export function isLoopbackHost(hostname: string): boolean {
   return hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
 }
 
+/**
+ * The loopback hosts of a native client: oidc-provider accepts no other for a native client's
+ * http redirect URI (it matches these with any port, RFC 8252 section 7.3), and refuses them in
+ * its https (claimed, section 7.2) redirect URIs.
+ */
+const NATIVE_LOOPBACKS = new Set(['localhost', '127.0.0.1', '[::1]']);
+
 function checkRedirectUri(field: string, uri: string, applicationType: ClientMetadata['application_type']) {
   const url = parseAbsolute(field, uri);
   const scheme = url.protocol.slice(0, -1);
   if (scheme === 'https') {
     if (url.hostname === '') throw invalid(field, 'must name a host');
+    if (applicationType === 'native' && NATIVE_LOOPBACKS.has(url.hostname)) {
+      throw invalid(
+        field,
+        `a native client's https redirect URI is a claimed URI and cannot be on ${url.hostname}; use http on the loopback host`,
+      );
+    }
     return;
   }
   if (scheme === 'http') {
+    if (applicationType === 'native') {
+      if (NATIVE_LOOPBACKS.has(url.hostname)) return;
+      throw invalid(
+        field,
+        `a native client may use http only on localhost, 127.0.0.1 or [::1], not on ${url.hostname}`,
+      );
+    }
     if (isLoopbackHost(url.hostname)) return;
     throw invalid(
       field,

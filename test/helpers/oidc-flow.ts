@@ -1,11 +1,13 @@
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
+import * as oidc from 'openid-client';
 import { expect } from 'vitest';
 import { buildApp } from '../../app.js';
 import { migrate } from '../../db/migrate.js';
 import type { Sql } from '../../db/sql.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
 import { openTestDatabase, randomName } from './app.js';
+import { type Browser, formAction } from './browser.js';
 
 /** The server listening on a real port, as relying parties need it, on the suite's database. */
 export interface LiveServer {
@@ -136,4 +138,80 @@ export function tenantKit(server: LiveServer) {
   }
 
   return { api, newTenant };
+}
+
+/** The relying party's view of a tenant's provider, over plain http. */
+export async function discover(
+  t: Pick<Tenant, 'issuer' | 'clientId' | 'clientSecret'>,
+  secret = t.clientSecret,
+): Promise<oidc.Configuration> {
+  return oidc.discovery(new URL(t.issuer), t.clientId, secret, undefined, {
+    execute: [oidc.allowInsecureRequests],
+  });
+}
+
+/** Starts an authorization request as the relying party does. */
+export async function authorizationRequest(config: oidc.Configuration, extra: Record<string, string> = {}) {
+  const verifier = oidc.randomPKCECodeVerifier();
+  const state = oidc.randomState();
+  const url = oidc.buildAuthorizationUrl(config, {
+    redirect_uri: REDIRECT,
+    scope: 'openid email profile offline_access',
+    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: 'S256',
+    state,
+    prompt: 'consent',
+    ...extra,
+  });
+  return { url, verifier, state };
+}
+
+/** The pages a sign-in showed, and where the browser landed. */
+export interface SignInPages {
+  callback: URL;
+  loginHtml?: string;
+  consentHtml?: string;
+}
+
+/**
+ * Signs in on the login page (as ada@acme.example) and allows on the consent page; either page
+ * may be skipped by the provider.
+ */
+export async function signInPages(browser: Browser, authUrl: URL, password = PASSWORD): Promise<SignInPages> {
+  const base = authUrl.origin;
+  const login = await browser.follow(authUrl.href, base);
+  if (login.left) return { callback: login.left };
+  const loginHtml = await (login.page as Response).text();
+  expect(loginHtml).toContain('Sign in');
+  const afterLogin = await browser.request(formAction(loginHtml, login.url), {
+    form: { login: 'ada@acme.example', password },
+  });
+  if (afterLogin.status !== 303) throw new Error(`sign-in answered ${afterLogin.status}`);
+  const consent = await browser.follow(
+    new URL(afterLogin.headers.get('location') as string, login.url).href,
+    base,
+  );
+  if (consent.left) return { callback: consent.left, loginHtml };
+  const consentHtml = await (consent.page as Response).text();
+  expect(consentHtml).toContain('Allow access?');
+  const afterConsent = await browser.request(formAction(consentHtml, consent.url), {
+    form: { decision: 'allow' },
+  });
+  if (afterConsent.status !== 303) {
+    throw new Error(`consent answered ${afterConsent.status}: ${await afterConsent.text()}`);
+  }
+  const end = await browser.follow(
+    new URL(afterConsent.headers.get('location') as string, consent.url).href,
+    base,
+  );
+  if (!end.left)
+    throw new Error(
+      `no redirect back to the client: ${end.page?.status} ${end.url} ${await end.page?.text()}`,
+    );
+  return { callback: end.left, loginHtml, consentHtml };
+}
+
+/** Signs in on the login page and allows on the consent page; returns where the browser lands. */
+export async function signIn(browser: Browser, authUrl: URL, password = PASSWORD): Promise<URL> {
+  return (await signInPages(browser, authUrl, password)).callback;
 }

@@ -135,9 +135,16 @@ describe('registering a client', () => {
     [
       'contacts as an array',
       { contacts: ['ops@acme.example', 'Jane Doe'] },
-      { contacts: 'ops@acme.example, Jane Doe' },
+      { contacts: ['ops@acme.example', 'Jane Doe'] },
     ],
     ['contacts as a string', { contacts: 'ops@acme.example' }, { contacts: 'ops@acme.example' }],
+    ['contacts as free text', { contacts: 'Jane Doe, weekdays' }, { contacts: 'Jane Doe, weekdays' }],
+    ['a scope of its own', { scope: ['orders:read'] }, { scope: ['orders:read'] }],
+    [
+      'client_secret_expires_at in the future',
+      { client_secret_expires_at: 253402300799 },
+      { client_secret_expires_at: 253402300799 },
+    ],
     [
       'a native client with a private-use scheme',
       { application_type: 'native', redirect_uris: ['com.acme.app:/cb'] },
@@ -151,6 +158,11 @@ describe('registering a client', () => {
     [
       'a native client with a claimed https URI',
       { application_type: 'native', redirect_uris: ['https://app.acme.example/cb'] },
+      {},
+    ],
+    [
+      'a native client on http://localhost and http://[::1]',
+      { application_type: 'native', redirect_uris: ['http://localhost/cb', 'http://[::1]:8080/cb'] },
       {},
     ],
     ['a web client on http://localhost', { redirect_uris: ['http://localhost:8080/cb'] }, {}],
@@ -249,6 +261,34 @@ const INVALID_METADATA: Invalid[] = [
     'redirect_uris/0',
   ],
   [
+    'a native client on http to a loopback address other than 127.0.0.1',
+    { application_type: 'native', redirect_uris: ['http://127.0.0.2/cb'] },
+    'invalid_redirect_uri',
+    'redirect_uris/0',
+  ],
+  [
+    'a native client with a claimed https URI on localhost',
+    { application_type: 'native', redirect_uris: ['https://localhost/cb'] },
+    'invalid_redirect_uri',
+    'redirect_uris/0',
+  ],
+  [
+    'a native client with a claimed https URI on 127.0.0.1',
+    { application_type: 'native', redirect_uris: ['com.acme.app:/cb', 'https://127.0.0.1:8443/cb'] },
+    'invalid_redirect_uri',
+    'redirect_uris/1',
+  ],
+  [
+    'a native post-logout URI on http to 127.0.0.2',
+    {
+      application_type: 'native',
+      redirect_uris: ['com.acme.app:/cb'],
+      post_logout_redirect_uris: ['http://127.0.0.2/bye'],
+    },
+    'invalid_client_metadata',
+    'post_logout_redirect_uris/0',
+  ],
+  [
     'a native client with javascript:',
     { application_type: 'native', redirect_uris: ['javascript:alert(1)'] },
     'invalid_redirect_uri',
@@ -296,9 +336,24 @@ const INVALID_METADATA: Invalid[] = [
   ['a scope string with a backslash', { scope: 'openid a\\b' }, 'invalid_client_metadata', 'scope'],
   ['an empty scope token', { scope: [''] }, 'invalid_client_metadata', 'scope'],
   ['a scope that is a number', { scope: 5 }, 'invalid_client_metadata', 'scope'],
+  [
+    'scopes of more than 4096 characters in all',
+    { scope: Array.from({ length: 32 }, (_, i) => `${String(i).padStart(2, '0')}${'x'.repeat(126)}`) },
+    'invalid_client_metadata',
+    'scope',
+  ],
   ['contacts that are a number', { contacts: 5 }, 'invalid_client_metadata', 'contacts'],
   ['contacts with a number', { contacts: ['a', 5] }, 'invalid_client_metadata', 'contacts'],
   ['an empty client_name', { client_name: '' }, 'invalid_client_metadata', 'client_name'],
+  ['a client_name with U+0000', { client_name: 'a\u0000b' }, 'invalid_client_metadata', 'client_name'],
+  [
+    'a client_name with a lone surrogate',
+    { client_name: '\ud800' },
+    'invalid_client_metadata',
+    'client_name',
+  ],
+  ['contacts with U+0000', { contacts: 'a\u0000b' }, 'invalid_client_metadata', 'contacts'],
+  ['contacts with a lone surrogate', { contacts: ['x', 'a\udfff'] }, 'invalid_client_metadata', 'contacts/1'],
   ['a client_name too long', { client_name: 'x'.repeat(257) }, 'invalid_client_metadata', 'client_name'],
   [
     'a negative client_secret_expires_at',
@@ -309,6 +364,18 @@ const INVALID_METADATA: Invalid[] = [
   [
     'a fractional client_secret_expires_at',
     { client_secret_expires_at: 1.5 },
+    'invalid_client_metadata',
+    'client_secret_expires_at',
+  ],
+  [
+    'a client_secret_expires_at in the past',
+    { client_secret_expires_at: 1 },
+    'invalid_client_metadata',
+    'client_secret_expires_at',
+  ],
+  [
+    'a client_secret_expires_at of now',
+    { client_secret_expires_at: Math.floor(Date.now() / 1000) },
     'invalid_client_metadata',
     'client_secret_expires_at',
   ],
@@ -473,7 +540,7 @@ describe('updating a client', () => {
     expect(res.body.result).toMatchObject({
       redirect_uris: ['https://new.acme.example/cb'],
       scope: ['phone'],
-      contacts: 'a@acme.example',
+      contacts: ['a@acme.example'],
     });
   });
 
@@ -509,6 +576,29 @@ describe('updating a client', () => {
     const res = await update(wp, client.client_id, { generate_token: true, client_name: 'Renamed' });
     expect(res.body.result).toMatchObject({
       client_name: 'Renamed',
+      client_secret: expect.stringMatching(SECRET_FORMAT),
+    });
+  });
+
+  it('refuses a new secret while the stored one has expired, unless the update sets a new expiry', async () => {
+    const wp = await newWorkplace();
+    const client = await registered(wp, FULL);
+    await t.sql`
+      update oidc_clients set metadata = jsonb_set(metadata, '{client_secret_expires_at}', '1')
+      where client_id = ${client.client_id}`;
+    expectOAuthError(
+      await update(wp, client.client_id, { generate_token: true }),
+      400,
+      'invalid_client_metadata',
+      'client_secret_expires_at',
+    );
+    expect((await storedHash(client.client_id))?.equals(hashSecret(client.client_secret))).toBe(true);
+    // Other changes to the expired client go through; so does a new secret with a new expiry.
+    expect((await update(wp, client.client_id, { client_name: 'Expired' })).status).toBe(200);
+    const renewed = await update(wp, client.client_id, { generate_token: true, client_secret_expires_at: 0 });
+    expect(renewed.status, renewed.text).toBe(200);
+    expect(renewed.body.result).toMatchObject({
+      client_secret_expires_at: 0,
       client_secret: expect.stringMatching(SECRET_FORMAT),
     });
   });

@@ -3,14 +3,16 @@ import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AFTER_LOGOUT,
+  authorizationRequest,
   Browser,
+  discover,
   formAction,
   hiddenInputs,
   type LiveServer,
   PASSWORD,
   REDIRECT,
+  signIn,
   startLiveServer,
-  type Tenant,
   type TenantKit,
   tenantKit,
 } from '../helpers/oidc-flow.js';
@@ -28,62 +30,6 @@ let newTenant: TenantKit['newTenant'];
 beforeAll(() => {
   ({ api, newTenant } = tenantKit(server));
 });
-
-async function discover(t: Tenant, secret = t.clientSecret) {
-  return oidc.discovery(new URL(t.issuer), t.clientId, secret, undefined, {
-    execute: [oidc.allowInsecureRequests],
-  });
-}
-
-/** Starts an authorization request as the relying party does. */
-async function authorizationRequest(config: oidc.Configuration, extra: Record<string, string> = {}) {
-  const verifier = oidc.randomPKCECodeVerifier();
-  const state = oidc.randomState();
-  const url = oidc.buildAuthorizationUrl(config, {
-    redirect_uri: REDIRECT,
-    scope: 'openid email profile offline_access',
-    code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-    code_challenge_method: 'S256',
-    state,
-    prompt: 'consent',
-    ...extra,
-  });
-  return { url, verifier, state };
-}
-
-/** Signs in on the login page and allows on the consent page; returns where the browser lands. */
-async function signIn(browser: Browser, authUrl: URL, password = PASSWORD): Promise<URL> {
-  const login = await browser.follow(authUrl.href, server.base);
-  if (login.left) return login.left;
-  const loginHtml = await (login.page as Response).text();
-  expect(loginHtml).toContain('Sign in');
-  const afterLogin = await browser.request(formAction(loginHtml, login.url), {
-    form: { login: 'ada@acme.example', password },
-  });
-  if (afterLogin.status !== 303) throw new Error(`sign-in answered ${afterLogin.status}`);
-  const consent = await browser.follow(
-    new URL(afterLogin.headers.get('location') as string, login.url).href,
-    server.base,
-  );
-  if (consent.left) return consent.left;
-  const consentHtml = await (consent.page as Response).text();
-  expect(consentHtml).toContain('Allow access?');
-  const afterConsent = await browser.request(formAction(consentHtml, consent.url), {
-    form: { decision: 'allow' },
-  });
-  if (afterConsent.status !== 303) {
-    throw new Error(`consent answered ${afterConsent.status}: ${await afterConsent.text()}`);
-  }
-  const end = await browser.follow(
-    new URL(afterConsent.headers.get('location') as string, consent.url).href,
-    server.base,
-  );
-  if (!end.left)
-    throw new Error(
-      `no redirect back to the client: ${end.page?.status} ${end.url} ${await end.page?.text()}`,
-    );
-  return end.left;
-}
 
 describe('a workplace is an OpenID Provider', () => {
   it('signs a user in: discovery, code + PKCE, tokens, userinfo, refresh, logout', async () => {

@@ -26,20 +26,10 @@ export const CONTACTS = 'workplace_contacts';
 
 type ExtraClientMetadata = NonNullable<Configuration['extraClientMetadata']>;
 
-const pinned = new WeakSet<Set<unknown>>();
-
 function knownScopes(provider: Provider): Set<unknown> {
   const scopes = internals(provider)?.configuration?.scopes;
   if (!(scopes instanceof Set)) {
     throw new Error('oidc-provider no longer keeps its scopes where oidc/extra-client-metadata.ts looks');
-  }
-  if (!pinned.has(scopes)) {
-    // Discovery's scopes_supported spreads the set: keep it to the standard scopes every client
-    // has, rather than whichever clients' scopes this process has met. Membership tests do not
-    // iterate, so they see every scope added.
-    const standard = [...scopes];
-    Object.defineProperty(scopes, Symbol.iterator, { value: () => standard.values() });
-    pinned.add(scopes);
   }
   return scopes;
 }

@@ -24,9 +24,55 @@ import {
 import type { JsonObject } from '../db/query/errors.js';
 import type { Sql } from '../db/sql.js';
 import { RETRY_AFTER_SECONDS, toAppError } from '../errors.js';
+import { CONTACTS, extraClientMetadata } from './extra-client-metadata.js';
 import { generateSigningKey } from './keys.js';
-import { logoutPage, messagePage } from './pages.js';
+import { logoutPage, messagePage, PAGE_HEADERS } from './pages.js';
 import { findUserBySubject, subjectOf } from './users.js';
+
+/**
+ * Makes the provider take the scheme and host of every URL it emits (discovery, redirects, form
+ * actions, cookies' Secure flag) from the public URL, whatever the request's Host or
+ * X-Forwarded-* headers say: a request cannot change another's endpoints (a shared cache of the
+ * discovery document could otherwise be poisoned), and TLS ending at a proxy still gives https
+ * URLs and Secure cookies. Koa reads both through these two getters of the app's request.
+ */
+function pinOrigin(provider: Provider, publicUrl: URL): void {
+  const protocol = publicUrl.protocol.slice(0, -1);
+  const { host } = publicUrl;
+  Object.defineProperty(provider.request, 'protocol', { get: () => protocol, configurable: true });
+  Object.defineProperty(provider.request, 'host', { get: () => host, configurable: true });
+}
+
+/**
+ * The provider's answers when the client authentication sent in an Authorization header cannot
+ * even be read. RFC 6749 section 5.2 wants every failed authentication through that header
+ * answered `401 invalid_client` with WWW-Authenticate; oidc-provider answers these `400
+ * invalid_request`. (Several mechanisms at once stays a 400: that request is malformed.)
+ */
+const UNREADABLE_BASIC_AUTH = new Set([
+  'invalid authorization header value format',
+  'client_id and client_secret in the authorization header are not properly encoded',
+  'client_secret must be provided in the Authorization header',
+]);
+
+/** A context as provider.use() middleware gets it. */
+type ProviderContext = Parameters<Parameters<Provider['use']>[0]>[0];
+
+function answerFailedBasicAuthWith401(ctx: ProviderContext, issuer: string): void {
+  const body = ctx.body as { error?: unknown; error_description?: unknown } | undefined;
+  if (
+    ctx.status !== 400 ||
+    ctx.headers.authorization === undefined ||
+    body?.error !== 'invalid_request' ||
+    !UNREADABLE_BASIC_AUTH.has(String(body.error_description))
+  ) {
+    return;
+  }
+  const description = `client authentication failed: ${body.error_description}`;
+  ctx.status = 401;
+  ctx.body = { error: 'invalid_client', error_description: description };
+  ctx.set('www-authenticate', `Basic realm="${issuer}", error="invalid_client"`);
+}
 
 /** Scopes the provider knows, and the claims each releases from the user document. */
 export const SCOPE_CLAIMS: Record<string, string[]> = {
@@ -156,7 +202,8 @@ function adapterFor(sql: Sql, workplaceId: string) {
 /**
  * A registered client as oidc-provider metadata, read on every use so that a change or a deletion
  * takes effect at once. `client_secret` carries the SHA-256 (hex) of the secret: the provider's
- * comparison is replaced to hash the presented secret first (see build()).
+ * comparison is replaced to hash the presented secret first (see build()). Every client may ask
+ * for the standard scopes; its own scopes and its contacts go through extra-client-metadata.ts.
  */
 async function clientPayload(
   sql: Sql,
@@ -183,13 +230,15 @@ async function clientPayload(
     ...(m.client_uri !== undefined ? { client_uri: m.client_uri } : {}),
     ...(m.tos_uri !== undefined ? { tos_uri: m.tos_uri } : {}),
     ...(m.policy_uri !== undefined ? { policy_uri: m.policy_uri } : {}),
-    ...(m.contacts !== undefined ? { contacts: [m.contacts] } : {}),
+    ...(m.contacts !== undefined ? { [CONTACTS]: m.contacts } : {}),
   } as AdapterPayload;
 }
 
 export interface ProviderEntry {
   provider: Provider;
   state: ProviderState & { workplace: string };
+  /** The issuer: PUBLIC_URL + /oidc/{workplace}. Every URL the provider emits starts with it. */
+  issuer: string;
   /** Serves a request whose URL is below the issuer path. */
   serve(req: IncomingMessage, res: ServerResponse, pathBelowIssuer: string): void;
 }
@@ -202,10 +251,20 @@ interface Cached {
 }
 
 /**
+ * How many workplaces' providers one process keeps built. Each holds its keys, its middleware
+ * stack and its compiled client schema; a process serving more workplaces than this rebuilds the
+ * least recently used one on its next request (a database read and a key import, no state lost:
+ * sessions, grants and tokens live in the database).
+ */
+export const MAX_CACHED_PROVIDERS = 1000;
+
+/**
  * One oidc-provider instance per workplace, built on first use and rebuilt when what it is built
  * from changes (its signing keys, its issuer, or the workplace itself). Settings that vary per
  * request (lifetimes, the users collection) are read on every request, so a change applies to
  * tokens issued after it without a rebuild; clients are read through the adapter on every use.
+ * At most `maxProviders` are kept, least recently used first out; a workplace found deleted (by
+ * this process or any other) is dropped on its next request.
  */
 export class ProviderRegistry {
   readonly #cache = new Map<string, Cached>();
@@ -214,7 +273,18 @@ export class ProviderRegistry {
     private readonly sql: Sql,
     private readonly issuerBase: () => string,
     private readonly log: FastifyBaseLogger | undefined,
+    private readonly maxProviders = MAX_CACHED_PROVIDERS,
   ) {}
+
+  /** How many providers are built and kept. */
+  get size(): number {
+    return this.#cache.size;
+  }
+
+  /** Drops a workplace's provider, as when the workplace is deleted. */
+  forget(workplace: string): void {
+    this.#cache.delete(workplace);
+  }
 
   issuerOf(workplace: string): string {
     return `${this.issuerBase().replace(/\/$/, '')}/oidc/${workplace}`;
@@ -222,7 +292,10 @@ export class ProviderRegistry {
 
   async get(workplace: string): Promise<ProviderEntry | undefined> {
     let state = await findProviderState(this.sql, workplace);
-    if (!state) return undefined;
+    if (!state) {
+      this.#cache.delete(workplace);
+      return undefined;
+    }
     if (state.keysVersion === null || state.cookieSecret === null) {
       if (state.keysVersion === null) await generateSigningKey(this.sql, state.workplaceId, false);
       if (state.cookieSecret === null)
@@ -233,20 +306,29 @@ export class ProviderRegistry {
     const issuer = this.issuerOf(workplace);
     const key = `${state.workplaceId}|${state.keysVersion}|${issuer}|${state.cookieSecret}`;
     let cached = this.#cache.get(workplace);
+    // Map order is insertion order: taking the entry out and putting it back marks it most recent.
+    this.#cache.delete(workplace);
     if (!cached || cached.key !== key) {
       const latest = { state: full };
       const provider = await this.build(full, issuer, latest);
       cached = { provider, callback: provider.callback(), key, latest };
-      this.#cache.set(workplace, cached);
+    }
+    this.#cache.set(workplace, cached);
+    while (this.#cache.size > this.maxProviders) {
+      this.#cache.delete(this.#cache.keys().next().value as string);
     }
     cached.latest.state = full;
     const { callback, provider } = cached;
+    const issuerPath = new URL(issuer).pathname;
     return {
       provider,
       state: full,
+      issuer,
       serve(req, res, pathBelowIssuer) {
         const r = req as ProviderRequest;
-        r.originalUrl = r.url;
+        // oidc-provider finds the path it is mounted at by comparing originalUrl with url: the
+        // issuer's path, PUBLIC_URL's own path included (a proxy may strip that prefix).
+        r.originalUrl = issuerPath + pathBelowIssuer;
         r.url = pathBelowIssuer;
         r.oidcState = full;
         callback(r, res);
@@ -265,6 +347,15 @@ export class ProviderRegistry {
     latest: { state: WorkplaceState },
   ): Promise<Provider> {
     const { workplace } = state;
+    const publicUrl = new URL(issuer);
+    // Cookies are sent back only below the issuer's path as the browser sees it (PUBLIC_URL's
+    // path included), and only over TLS when the public URL is https.
+    const cookie = {
+      httpOnly: true,
+      sameSite: 'lax',
+      path: publicUrl.pathname,
+      secure: publicUrl.protocol === 'https:',
+    } as const;
     const keys = await publishedKeys(this.sql, state.workplaceId, RETIRED_KEY_SECONDS);
     const sql = this.sql;
     const provider = new Provider(issuer, {
@@ -279,6 +370,7 @@ export class ProviderRegistry {
       },
       claims: SCOPE_CLAIMS,
       scopes: SCOPES,
+      extraClientMetadata: extraClientMetadata((): Provider => provider),
       responseTypes: ['code'],
       pkce: { required: () => true },
       cookies: {
@@ -289,10 +381,13 @@ export class ProviderRegistry {
           interaction: `_interaction_${workplace}`,
           resume: `_interaction_resume_${workplace}`,
         },
-        long: { httpOnly: true, sameSite: 'lax', path: `/oidc/${workplace}` },
-        short: { httpOnly: true, sameSite: 'lax', path: `/oidc/${workplace}` },
+        long: cookie,
+        short: cookie,
       },
-      interactions: { url: (_ctx, interaction) => `/oidc/${workplace}/interaction/${interaction.uid}` },
+      interactions: { url: (_ctx, interaction) => `${issuer}/interaction/${interaction.uid}` },
+      // The methods the registered clients can use (a client holds a secret, stored hashed): the
+      // provider's default also lists methods that no client here could ever authenticate with.
+      clientAuthMethods: ['client_secret_basic', 'client_secret_post'],
       features: {
         devInteractions: { enabled: false },
         registration: { enabled: false },
@@ -302,7 +397,7 @@ export class ProviderRegistry {
           enabled: true,
           async logoutSource(ctx, form) {
             ctx.type = 'html';
-            ctx.body = logoutPage(form, ctx.host);
+            ctx.body = logoutPage(form, ctx.oidc.client?.metadata().client_name as string | undefined);
           },
           async postLogoutSuccessSource(ctx) {
             ctx.type = 'html';
@@ -334,10 +429,19 @@ export class ProviderRegistry {
       return Promise.resolve(expected.length === presented.length && timingSafeEqual(expected, presented));
     };
     provider.on('server_error', (_ctx, err) => this.log?.error({ err, workplace }, 'OpenID Provider error'));
-    // Outermost (provider.use runs around every route): the answer to an unavailable database.
+    pinOrigin(provider, publicUrl);
+    // Outermost (provider.use runs around every route).
     provider.use(async (ctx, next) => {
+      // Before the route runs: the form_post response adds its script's hash to this policy.
+      ctx.set(PAGE_HEADERS);
       await next();
       if (ctx.status === 503) ctx.set('retry-after', String(RETRY_AFTER_SECONDS));
+      answerFailedBasicAuthWith401(ctx, issuer);
+      // The standard scopes, which every client has: the provider's own list also holds the
+      // scopes of whichever clients this process has met (see extra-client-metadata.ts).
+      if ((ctx as { oidc?: { route?: string } }).oidc?.route === 'discovery' && ctx.status === 200) {
+        (ctx.body as { scopes_supported?: string[] }).scopes_supported = [...SCOPES];
+      }
     });
     return provider;
   }

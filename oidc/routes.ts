@@ -1,10 +1,11 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/sql.js';
-import { type ClientView, consentPage, loginPage, messagePage } from './pages.js';
+import { contactsOf } from './extra-client-metadata.js';
+import { type ClientView, consentPage, loginPage, messagePage, PAGE_HEADERS } from './pages.js';
 import { verifyPassword } from './passwords.js';
 import { type ProviderEntry, ProviderRegistry } from './provider.js';
-import { LoginThrottle } from './throttle.js';
+import { accountKey, LoginThrottle } from './throttle.js';
 import { findUsersByLogin, subjectOf } from './users.js';
 
 const WORKPLACE_NAME = /^[A-Za-z]{1,64}$/;
@@ -41,33 +42,26 @@ function readForm(req: IncomingMessage): Promise<URLSearchParams> {
 }
 
 function html(reply: FastifyReply, status: number, body: string) {
-  return (
-    reply
-      .code(status)
-      .header('cache-control', 'no-store')
-      .header('x-frame-options', 'DENY')
-      // No form-action: browsers apply it to the redirects after a form post too, and the sign-in
-      // ends in a redirect to the client's own URI.
-      .header(
-        'content-security-policy',
-        "default-src 'none'; style-src 'unsafe-inline'; img-src https: http:; frame-ancestors 'none'",
-      )
-      .type('text/html; charset=utf-8')
-      .send(body)
-  );
+  return reply
+    .code(status)
+    .header('cache-control', 'no-store')
+    .headers(PAGE_HEADERS)
+    .type('text/html; charset=utf-8')
+    .send(body);
 }
 
 function clientView(
   client: { clientId: string; metadata(): Record<string, unknown> } | undefined,
 ): ClientView {
-  const m = (client?.metadata() ?? {}) as Record<string, string | undefined>;
+  const metadata = client?.metadata() ?? {};
+  const m = metadata as Record<string, string | undefined>;
   return {
     client_id: client?.clientId ?? 'unknown client',
     client_name: m.client_name,
     logo_uri: m.logo_uri,
     tos_uri: m.tos_uri,
     policy_uri: m.policy_uri,
-    contacts: (m as unknown as { contacts?: string[] }).contacts,
+    contacts: contactsOf(metadata),
   };
 }
 
@@ -79,10 +73,10 @@ function clientView(
  */
 export async function registerOidcProvider(
   app: FastifyInstance,
-  deps: { sql: Sql; issuerBase: () => string },
-): Promise<ProviderRegistry> {
-  const registry = new ProviderRegistry(deps.sql, deps.issuerBase, app.log);
-  const throttle = new LoginThrottle();
+  deps: { sql: Sql; providers: ProviderRegistry },
+): Promise<void> {
+  const registry = deps.providers;
+  const throttle = new LoginThrottle(deps.sql);
 
   async function entryFor(request: FastifyRequest, reply: FastifyReply): Promise<ProviderEntry | undefined> {
     const { name } = request.params as { name: string };
@@ -121,13 +115,16 @@ export async function registerOidcProvider(
           ),
         );
       }
-      const client = clientView(await entry.provider.Client.find(String(details.params.client_id)));
-      const base = `/oidc/${entry.state.workplace}/interaction/${details.uid}`;
+      const found = await entry.provider.Client.find(String(details.params.client_id));
+      const client = clientView(found);
+      const base = `${entry.issuer}/interaction/${details.uid}`;
       if (details.prompt.name === 'login')
         return html(reply, 200, loginPage({ action: `${base}/login`, client }));
+      // Only what the client may have: the provider leaves any other requested scope out of the grant.
+      const allowed = new Set(String(found?.metadata().scope ?? '').split(' '));
       const scopes = String(details.params.scope ?? 'openid')
         .split(' ')
-        .filter(Boolean);
+        .filter((scope) => allowed.has(scope));
       return html(reply, 200, consentPage({ action: `${base}/confirm`, client, scopes }));
     });
 
@@ -150,11 +147,15 @@ export async function registerOidcProvider(
         );
       }
       const client = clientView(await entry.provider.Client.find(String(details.params.client_id)));
-      const action = `/oidc/${entry.state.workplace}/interaction/${details.uid}/login`;
+      const action = `${entry.issuer}/interaction/${details.uid}/login`;
       const login = (form.get('login') ?? '').trim().slice(0, 256);
       const password = (form.get('password') ?? '').slice(0, 1024);
-      const key = `${entry.state.workplaceId}\n${login.toLowerCase()}`;
-      const wait = throttle.retryAfter(key);
+      const users = login
+        ? await findUsersByLogin(deps.sql, entry.state.workplace, entry.state.collection, login)
+        : [];
+      const user = users.length === 1 ? users[0] : undefined;
+      const account = accountKey(user, login);
+      const wait = await throttle.reserve(entry.state.workplaceId, account);
       if (wait > 0) {
         reply.header('retry-after', String(wait));
         return html(
@@ -168,18 +169,13 @@ export async function registerOidcProvider(
           }),
         );
       }
-      const users = login
-        ? await findUsersByLogin(deps.sql, entry.state.workplace, entry.state.collection, login)
-        : [];
-      const user = users.length === 1 ? users[0] : undefined;
       // Verify even when there is no such user, so that both failures take the same time.
       const ok = (await verifyPassword(password, user?.password)) && user !== undefined;
       const subject = user ? subjectOf(user) : undefined;
       if (!ok || subject === undefined) {
-        throttle.failed(key);
         return html(reply, 401, loginPage({ action, client, login, error: WRONG_CREDENTIALS }));
       }
-      throttle.succeeded(key);
+      await throttle.succeeded(entry.state.workplaceId, account);
       reply.hijack();
       await entry.provider.interactionFinished(
         request.raw,
@@ -261,5 +257,4 @@ export async function registerOidcProvider(
       entry.serve(request.raw, reply.raw, below);
     });
   });
-  return registry;
 }

@@ -21,6 +21,7 @@ import { type AppError, errors, MAX_PATH_PARAMETER_LENGTH, toAppError } from './
 import { createHandlers } from './handlers/index.js';
 import type { Caller, Handler, Handlers, Input, OperationId } from './handlers/types.js';
 import { jsonBodyParser, type ParseJson } from './json-body.js';
+import { ProviderRegistry } from './oidc/provider.js';
 import { registerOidcProvider } from './oidc/routes.js';
 import { RequestLogger } from './request-logger.js';
 import { type Authenticator, authorize, createAuthenticators } from './security.js';
@@ -46,7 +47,13 @@ export interface AppDeps {
    * has the issuer `<base>/oidc/acme`. Read when a provider is built, after listen.
    */
   issuerBase?: () => string;
+  /** The workplaces' OpenID Providers; made from `issuerBase` when omitted (tests pass their own). */
+  providers?: ProviderRegistry;
+  /** Fastify's trustProxy: whose X-Forwarded-For names the client in the request log (TRUST_PROXY). */
+  trustProxy?: TrustProxy;
 }
+
+export type TrustProxy = boolean | string[];
 
 export const DEFAULT_BODY_LIMIT = 16 * 1024 * 1024;
 
@@ -204,10 +211,14 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const statistics = new Statistics(deps.sql, (err) =>
     deps.logger?.warn({ err }, 'ANALYZE of a collection failed'),
   );
+  const providers =
+    deps.providers ??
+    new ProviderRegistry(deps.sql, deps.issuerBase ?? (() => 'http://127.0.0.1:3000'), deps.logger);
   const handlers: Handlers = createHandlers({
     sql: deps.sql,
     statistics,
     catalog: new CatalogCache(deps.sql),
+    workplaceDeleted: (name) => providers.forget(name),
   });
   const authenticators = createAuthenticators({ sql: deps.sql, adminTokenHash: deps.adminTokenHash });
 
@@ -230,6 +241,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     bodyLimit,
     genReqId: () => crypto.randomUUID(),
     requestIdHeader: false,
+    // Only the client address in the request log depends on it: URLs come from PUBLIC_URL.
+    trustProxy: deps.trustProxy ?? false,
     return503OnClosing: true,
     // One line per request (in onResponse below) instead of Fastify's two: logging is a
     // measurable share of a small request's cost (see scripts/bench).
@@ -246,12 +259,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (log) {
     // Through the root logger, with the id: the line most requests write costs no child logger.
     app.addHook('onResponse', (request, reply, done) => {
-      const query = request.url.indexOf('?');
+      // originalUrl: the OpenID Provider's routes hand oidc-provider the path below the issuer
+      // as the request's url, and keep the path as sent here.
+      const url = request.originalUrl;
+      const query = url.indexOf('?');
       log.info(
         {
           reqId: request.id,
           method: request.method,
-          url: query < 0 ? request.url : request.url.slice(0, query),
+          url: query < 0 ? url : url.slice(0, query),
+          ip: request.ip,
           status: reply.statusCode,
           ms: Math.round(reply.elapsedTime * 10) / 10,
         },
@@ -314,10 +331,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     },
   });
 
-  await registerOidcProvider(app, {
-    sql: deps.sql,
-    issuerBase: deps.issuerBase ?? (() => 'http://127.0.0.1:3000'),
-  });
+  await registerOidcProvider(app, { sql: deps.sql, providers });
 
   return app;
 }

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 
@@ -52,6 +53,12 @@ const EnvSchema = Type.Object({
   DB_DEADLINE_MS: Type.Optional(
     Type.String({ pattern: '^[0-9]+$', description: 'milliseconds from 100 to 600000' }),
   ),
+  TRUST_PROXY: Type.Optional(
+    Type.String({
+      minLength: 1,
+      description: 'true, false, or a comma-separated list of proxy addresses (IPs or CIDR ranges)',
+    }),
+  ),
 });
 type Env = Static<typeof EnvSchema>;
 
@@ -75,6 +82,11 @@ export interface Config {
   readonly statementTimeoutMs: number;
   /** PostgreSQL only: the client-side deadline of every statement (see db/deadline.ts). */
   readonly dbDeadlineMs: number;
+  /**
+   * Which peers' X-Forwarded-For names the client in the request log: none (false), any (true),
+   * or these addresses. URLs never come from forwarded headers: they come from PUBLIC_URL.
+   */
+  readonly trustProxy: boolean | string[];
 }
 
 export class ConfigError extends Error {
@@ -159,6 +171,8 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     600_000,
   );
 
+  const trustProxy = parseTrustProxy(problems, e.TRUST_PROXY);
+
   if (relevant.DATABASE_URL && !relevant.ADMIN_TOKEN) {
     problems.push(
       'ADMIN_TOKEN: is required when DATABASE_URL is set (only the embedded database generates one)',
@@ -180,7 +194,29 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     bodyLimit,
     statementTimeoutMs,
     dbDeadlineMs,
+    trustProxy,
   });
+}
+
+function parseTrustProxy(problems: string[], raw: string | undefined): boolean | string[] {
+  if (raw === undefined || raw === 'false') return false;
+  if (raw === 'true') return true;
+  const entries = raw.split(',').map((s) => s.trim());
+  const bad = entries.filter((entry) => {
+    const [address = '', bits, ...rest] = entry.split('/');
+    const family = isIP(address);
+    if (family === 0 || rest.length > 0) return true;
+    if (bits === undefined) return false;
+    const n = Number(bits);
+    return !/^\d{1,3}$/.test(bits) || n > (family === 4 ? 32 : 128);
+  });
+  if (bad.length > 0) {
+    problems.push(
+      `TRUST_PROXY=${JSON.stringify(raw)}: must be true, false, or a comma-separated list of IP addresses or CIDR ranges (not ${bad.map((b) => JSON.stringify(b)).join(', ')})`,
+    );
+    return false;
+  }
+  return entries;
 }
 
 function defaultPublicUrl(host: string, port: number): string {

@@ -77,6 +77,7 @@ async function main(): Promise<void> {
     bodyLimit: config.bodyLimit,
     logger: log,
     issuerBase: () => publicUrlFor(config, boundPort),
+    trustProxy: config.trustProxy,
   });
   await app.listen({
     port: config.port,

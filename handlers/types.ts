@@ -72,4 +72,6 @@ export interface HandlerDeps {
   sql: Sql;
   statistics: Statistics;
   catalog: CatalogCache;
+  /** Told when a workplace is gone, so that what a process keeps for it (its OpenID Provider) goes too. */
+  workplaceDeleted?: (name: string) => void;
 }

@@ -7,7 +7,7 @@ function present(row: WorkplaceRow) {
   return { name: row.name, created_at: row.created_at.toISOString() };
 }
 
-export function workplaceHandlers({ sql }: HandlerDeps) {
+export function workplaceHandlers({ sql, workplaceDeleted }: HandlerDeps) {
   const createWorkplaceHandler: Handler<'createWorkplace'> = async ({ body }) => {
     const outcome = await createWorkplace(sql, body.name, generateSecret(TOKEN_PREFIX.oidc));
     if ('conflictsWith' in outcome) throw errors.workplaceExists(body.name, outcome.conflictsWith);
@@ -22,6 +22,7 @@ export function workplaceHandlers({ sql }: HandlerDeps) {
 
   const deleteWorkplaceHandler: Handler<'deleteWorkplace'> = async ({ params }) => {
     if (!(await deleteWorkplace(sql, params.name))) throw errors.workplaceNotFound(params.name);
+    workplaceDeleted?.(params.name);
     return { status: 204 };
   };
 

@@ -3,6 +3,38 @@
  * no scripts, fonts or images from elsewhere), labelled form fields, and every value escaped.
  */
 
+/**
+ * Headers of every page the provider serves, ours and oidc-provider's: never framed (no
+ * clickjacking of the sign-in, consent or sign-out buttons), nothing loaded from elsewhere but the
+ * client's logo. No form-action: browsers apply it to the redirects after a form post too, and the
+ * sign-in ends in a redirect to the client's own URI. `script-src 'self'` lets oidc-provider's
+ * form_post page add its one inline script's hash; no page of ours has a script.
+ */
+export const PAGE_HEADERS: Readonly<Record<string, string>> = {
+  'x-frame-options': 'DENY',
+  'content-security-policy':
+    "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src https: http:; frame-ancestors 'none'",
+};
+
+/** What each scope gives the application, in words the person asked to allow it understands. */
+const SCOPE_WORDS: Record<string, string> = {
+  openid: 'Know who you are when you sign in',
+  profile:
+    'Your profile: name, nickname, username, picture, website, gender, birthdate, time zone and locale',
+  email: 'Your e-mail address and whether it is verified',
+  phone: 'Your phone number and whether it is verified',
+  address: 'Your postal address',
+  offline_access: 'Keep access while you are not using it (until you sign out or it expires)',
+};
+
+/** A scope in words; a scope the application defined itself is named as it is. */
+export function describeScope(scope: string): string {
+  // Own members only: a scope may be named like an object's (`constructor`, `__proto__`).
+  return Object.hasOwn(SCOPE_WORDS, scope)
+    ? (SCOPE_WORDS[scope] as string)
+    : `Access named “${scope}”, defined by the application`;
+}
+
 export function escapeHtml(value: unknown): string {
   return String(value)
     .replace(/&/g, '&amp;')
@@ -101,7 +133,7 @@ ${clientFooter(o.client)}`,
 }
 
 export function consentPage(o: { action: string; client: ClientView; scopes: string[] }): string {
-  const items = o.scopes.map((s) => `<li>${escapeHtml(s)}</li>`).join('');
+  const items = o.scopes.map((s) => `<li>${escapeHtml(describeScope(s))}</li>`).join('');
   return page(
     'Allow access',
     `${clientHeader(o.client)}
@@ -116,11 +148,15 @@ ${clientFooter(o.client)}`,
   );
 }
 
-export function logoutPage(form: string, host: string): string {
+/** `application`: the name of the client that asked for the sign-out, when it has one. */
+export function logoutPage(form: string, application: string | undefined): string {
+  const question = application
+    ? `Do you want to sign out of ${escapeHtml(application)}?`
+    : 'Do you want to sign out?';
   return page(
     'Sign out',
     `<h1>Sign out?</h1>
-<p>Do you want to sign out of ${escapeHtml(host)}?</p>
+<p>${question}</p>
 ${form}
 <button type="submit" form="op.logoutForm" name="logout" value="yes" autofocus>Yes, sign me out</button>
 <button type="submit" form="op.logoutForm" class="secondary">No, stay signed in</button>`,

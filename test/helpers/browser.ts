@@ -5,7 +5,7 @@
 
 /** A cookie jar for one browser: enough of RFC 6265 for one host. */
 export class CookieJar {
-  readonly cookies = new Map<string, { value: string; path: string }>();
+  readonly cookies = new Map<string, { value: string; path: string; secure: boolean }>();
 
   store(response: Response): void {
     for (const line of response.headers.getSetCookie()) {
@@ -22,13 +22,14 @@ export class CookieJar {
       const expired =
         attr['max-age'] === '0' || (attr.expires !== undefined && Date.parse(attr.expires) < Date.now());
       if (expired || value === '') this.cookies.delete(name);
-      else this.cookies.set(name, { value, path: attr.path ?? '/' });
+      else this.cookies.set(name, { value, path: attr.path ?? '/', secure: 'secure' in attr });
     }
   }
 
   header(url: string): string {
-    const path = new URL(url).pathname;
+    const { pathname: path, protocol } = new URL(url);
     return [...this.cookies]
+      .filter(([, c]) => !c.secure || protocol === 'https:')
       .filter(([, c]) => path === c.path || path.startsWith(c.path.endsWith('/') ? c.path : `${c.path}/`))
       .map(([name, c]) => `${name}=${c.value}`)
       .join('; ');
@@ -38,6 +39,9 @@ export class CookieJar {
 /** A browser without JavaScript: fetch with a cookie jar, never following redirects by itself. */
 export class Browser {
   readonly jar = new CookieJar();
+
+  /** `fetchImpl`: another fetch, such as one that trusts a test certificate. */
+  constructor(private readonly fetchImpl: typeof fetch = fetch) {}
 
   async request(
     url: string,
@@ -51,7 +55,7 @@ export class Browser {
       headers['content-type'] = 'application/x-www-form-urlencoded';
       body = new URLSearchParams(init.form).toString();
     }
-    const res = await fetch(url, {
+    const res = await this.fetchImpl(url, {
       method: init.method ?? (body ? 'POST' : 'GET'),
       headers,
       body,

@@ -137,7 +137,7 @@ describe('a workplace is an OpenID Provider', () => {
     const message = (html: string) => /role="alert">([^<]*)</.exec(html)?.[1];
     expect(message(await wrong.text())).toBe(message(await unknown.text()));
 
-    // Five failures lock the login: one above, four more here.
+    // Five failures lock the account: one above, four more here.
     for (let i = 0; i < 4; i++) {
       const res = await browser.request(action, { form: { login: 'ada@acme.example', password: 'nope' } });
       expect(res.status).toBe(401);

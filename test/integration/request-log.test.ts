@@ -6,7 +6,7 @@ import { buildApp } from '../../app.js';
 import { migrate } from '../../db/migrate.js';
 import { RequestLogger } from '../../request-logger.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
-import { openTestDatabase } from '../helpers/app.js';
+import { openTestDatabase, randomName } from '../helpers/app.js';
 
 /** A pino logger whose lines are collected, parsed. */
 function collectingLogger(level = 'info') {
@@ -57,6 +57,51 @@ describe('request log', () => {
     // The query string (it may hold secrets) is never logged.
     expect(JSON.stringify(written)).not.toContain('secret');
     if (status >= 400) expect(written[0]?.reqId).toBe(res.json().request_id);
+  });
+
+  it("logs the OpenID Provider's requests with their full path", async () => {
+    const workplace = randomName('log');
+    const created = await app.inject({
+      method: 'POST',
+      url: '/v1/workplaces',
+      headers: { 'x-auth-token': adminToken },
+      payload: { name: workplace },
+    });
+    expect(created.statusCode).toBe(201);
+    for (const [method, path, status] of [
+      ['GET', `/oidc/${workplace}/.well-known/openid-configuration`, 200],
+      ['POST', `/oidc/${workplace}/token`, 400],
+      ['GET', `/oidc/${workplace}/jwks`, 200],
+    ] as const) {
+      lines.length = 0;
+      const res = await app.inject({ method, url: `${path}?secret=4` });
+      expect(res.statusCode, path).toBe(status);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(lines.filter((l) => l.msg === 'request')).toEqual([
+        expect.objectContaining({ method, url: path, status }),
+      ]);
+    }
+  });
+
+  it.each([
+    ['not trusted (the default)', undefined, '127.0.0.1'],
+    ['trusted by address', ['127.0.0.1'], '203.0.113.7'],
+    ['from another address than the trusted one', ['10.0.0.1'], '127.0.0.1'],
+  ] as const)('logs the client address; a proxy %s', async (_label, trustProxy, ip) => {
+    const { logger: own, lines: ownLines } = collectingLogger();
+    const other = await buildApp({
+      sql: db.sql,
+      adminTokenHash: hashSecret(adminToken),
+      logger: own,
+      ...(trustProxy ? { trustProxy: [...trustProxy] } : {}),
+    });
+    try {
+      await other.inject({ method: 'GET', url: '/healthz', headers: { 'x-forwarded-for': '203.0.113.7' } });
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(ownLines.filter((l) => l.msg === 'request')).toEqual([expect.objectContaining({ ip })]);
+    } finally {
+      await other.close();
+    }
   });
 });
 

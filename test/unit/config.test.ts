@@ -34,6 +34,7 @@ describe('loadConfig', () => {
       bodyLimit: 16 * 1024 * 1024,
       statementTimeoutMs: 30_000,
       dbDeadlineMs: 5_000,
+      trustProxy: false,
     } satisfies Config);
   });
 
@@ -103,6 +104,14 @@ describe('loadConfig', () => {
     ['DB_DEADLINE_MS', { DB_DEADLINE_MS: '2000' }, { dbDeadlineMs: 2000 }],
     ['DB_DEADLINE_MS min', { DB_DEADLINE_MS: '100' }, { dbDeadlineMs: 100 }],
     ['DB_DEADLINE_MS max', { DB_DEADLINE_MS: '600000' }, { dbDeadlineMs: 600_000 }],
+    ['TRUST_PROXY=true', { TRUST_PROXY: 'true' }, { trustProxy: true }],
+    ['TRUST_PROXY=false', { TRUST_PROXY: 'false' }, { trustProxy: false }],
+    ['TRUST_PROXY one address', { TRUST_PROXY: '10.0.0.5' }, { trustProxy: ['10.0.0.5'] }],
+    [
+      'TRUST_PROXY addresses and ranges',
+      { TRUST_PROXY: '127.0.0.1, 10.0.0.0/8,::1,fd00::/8' },
+      { trustProxy: ['127.0.0.1', '10.0.0.0/8', '::1', 'fd00::/8'] },
+    ],
   ])('accepts %s', (_label, env, expected) => {
     expect(loadConfig(env)).toMatchObject(expected);
   });
@@ -116,6 +125,12 @@ describe('loadConfig', () => {
     ['PORT', '80.5'],
     ['PORT', ' 80'],
     ['PORT', '1e3'],
+    ['TRUST_PROXY', 'yes'],
+    ['TRUST_PROXY', '1'],
+    ['TRUST_PROXY', '10.0.0.0/33'],
+    ['TRUST_PROXY', '10.0.0.1,proxy.example'],
+    ['TRUST_PROXY', '::1/129'],
+    ['TRUST_PROXY', '10.0.0.0/8/8'],
     ['PUBLIC_URL', 'api.example.com'],
     ['PUBLIC_URL', 'ftp://x.example'],
     ['PUBLIC_URL', 'http://'],

@@ -1,0 +1,252 @@
+// The provider's pages and endpoints as an attacker and a strict client see them: no page can be
+// framed, discovery lists only what works, failed HTTP Basic authentication is a 401 with its
+// challenge, and the pages speak to people.
+import * as oidc from 'openid-client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  Browser,
+  formAction,
+  hiddenInputs,
+  type LiveServer,
+  PASSWORD,
+  REDIRECT,
+  startLiveServer,
+  type Tenant,
+  type TenantKit,
+  tenantKit,
+} from '../helpers/oidc-flow.js';
+
+let server: LiveServer;
+let kit: TenantKit;
+let t: Tenant;
+beforeAll(async () => {
+  server = await startLiveServer();
+  kit = tenantKit(server);
+  t = await kit.newTenant();
+});
+afterAll(async () => {
+  await server?.close();
+});
+
+async function discover(tenant: Tenant) {
+  return oidc.discovery(new URL(tenant.issuer), tenant.clientId, tenant.clientSecret, undefined, {
+    execute: [oidc.allowInsecureRequests],
+  });
+}
+
+function authorizationUrl(config: oidc.Configuration, extra: Record<string, string> = {}): string {
+  return oidc.buildAuthorizationUrl(config, {
+    redirect_uri: REDIRECT,
+    scope: 'openid email profile offline_access',
+    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+    code_challenge_method: 'S256',
+    state: 's',
+    prompt: 'consent',
+    ...extra,
+  }).href;
+}
+
+interface Shown {
+  name: string;
+  res: Response;
+  html: string;
+}
+
+/** Every kind of page the provider shows, each fetched as a browser would. */
+async function everyPage(): Promise<Shown[]> {
+  const config = await discover(t);
+  const shown: Shown[] = [];
+  const show = async (name: string, res: Response) => {
+    const html = await res.text();
+    shown.push({ name, res, html });
+    return html;
+  };
+
+  const browser = new Browser();
+  const login = await browser.follow(authorizationUrl(config), server.base);
+  const loginHtml = await show('sign-in', login.page as Response);
+  await show(
+    'sign-in, wrong password',
+    await browser.request(formAction(loginHtml, login.url), { form: { login: 'ada', password: 'nope' } }),
+  );
+  const afterLogin = await browser.request(formAction(loginHtml, login.url), {
+    form: { login: 'ada', password: PASSWORD },
+  });
+  const consent = await browser.follow(
+    new URL(afterLogin.headers.get('location') as string, login.url).href,
+    server.base,
+  );
+  const consentHtml = await show('consent', consent.page as Response);
+  const allowed = await browser.request(formAction(consentHtml, consent.url), {
+    form: { decision: 'allow' },
+  });
+  await browser.follow(new URL(allowed.headers.get('location') as string, consent.url).href, server.base);
+
+  await show('expired sign-in', await browser.request(`${t.issuer}/interaction/no-such-interaction`));
+  await show(
+    'authorization error',
+    await browser.request(authorizationUrl(config).replace(t.clientId, 'no-such-client')),
+  );
+  const logout = await browser.request(`${t.issuer}/session/end?client_id=${t.clientId}`);
+  const logoutHtml = await show('sign-out', logout);
+  const confirmed = await browser.request(formAction(logoutHtml, logout.url), {
+    form: { ...hiddenInputs(logoutHtml), logout: 'yes' },
+  });
+  const success = await browser.follow(
+    new URL(confirmed.headers.get('location') as string, logout.url).href,
+    server.base,
+  );
+  await show('signed out', success.page as Response);
+  // A response by form_post: oidc-provider's page, with the one script that posts it.
+  const again = await browser.follow(authorizationUrl(config, { response_mode: 'form_post' }), server.base);
+  const againHtml = await (again.page as Response).text();
+  const relogin = await browser.request(formAction(againHtml, again.url), {
+    form: { login: 'ada', password: PASSWORD },
+  });
+  const reconsent = await browser.follow(
+    new URL(relogin.headers.get('location') as string, again.url).href,
+    server.base,
+  );
+  const reconsentHtml = await (reconsent.page as Response).text();
+  const posted = await browser.request(formAction(reconsentHtml, reconsent.url), {
+    form: { decision: 'allow' },
+  });
+  const formPost = await browser.follow(
+    new URL(posted.headers.get('location') as string, reconsent.url).href,
+    server.base,
+  );
+  await show('form_post response', formPost.page as Response);
+  return shown;
+}
+
+describe('the pages', () => {
+  let pages: Shown[];
+  beforeAll(async () => {
+    pages = await everyPage();
+  });
+
+  it('are all HTML that no other site can frame', () => {
+    expect(pages.map((p) => p.name)).toHaveLength(8);
+    for (const { name, res, html } of pages) {
+      expect(res.headers.get('content-type'), name).toMatch(/^text\/html/);
+      expect(html, name).toMatch(/^<!DOCTYPE html>/i);
+      expect(res.headers.get('x-frame-options'), name).toBe('DENY');
+      expect(res.headers.get('content-security-policy'), name).toMatch(/frame-ancestors 'none'/);
+    }
+  });
+
+  it("let the form_post page's own script run, and no other", () => {
+    const { res, html } = pages.find((p) => p.name === 'form_post response') as Shown;
+    expect(html).toContain(REDIRECT);
+    expect(html).toMatch(/<script/);
+    const csp = res.headers.get('content-security-policy') as string;
+    expect(csp).toMatch(/script-src 'self' 'sha256-[A-Za-z0-9+/=]+'/);
+    for (const other of pages.filter((p) => p.name !== 'form_post response')) {
+      expect(other.html, other.name).not.toMatch(/<script/i);
+    }
+  });
+
+  it('ask for consent in words, not scope names', () => {
+    const { html } = pages.find((p) => p.name === 'consent') as Shown;
+    const items = [...html.matchAll(/<li>([^<]*)<\/li>/g)].map((m) => m[1]);
+    expect(items).toEqual([
+      'Know who you are when you sign in',
+      'Your e-mail address and whether it is verified',
+      'Your profile: name, nickname, username, picture, website, gender, birthdate, time zone and locale',
+      'Keep access while you are not using it (until you sign out or it expires)',
+    ]);
+  });
+
+  it('ask only for what the client may be granted', async () => {
+    const config = await discover(t);
+    const browser = new Browser();
+    const url = authorizationUrl(config, { scope: 'openid email scope-of-nobody' });
+    const login = await browser.follow(url, server.base);
+    const loginHtml = await (login.page as Response).text();
+    const afterLogin = await browser.request(formAction(loginHtml, login.url), {
+      form: { login: 'ada', password: PASSWORD },
+    });
+    const consent = await browser.follow(
+      new URL(afterLogin.headers.get('location') as string, login.url).href,
+      server.base,
+    );
+    const html = await (consent.page as Response).text();
+    expect([...html.matchAll(/<li>([^<]*)<\/li>/g)].map((m) => m[1])).toEqual([
+      'Know who you are when you sign in',
+      'Your e-mail address and whether it is verified',
+    ]);
+  });
+
+  it('name the application on the sign-out page, not a host', () => {
+    const { html } = pages.find((p) => p.name === 'sign-out') as Shown;
+    expect(html).toContain('Do you want to sign out of Acme portal?');
+    expect(html).not.toMatch(/sign out of [^<]*127\.0\.0\.1/);
+  });
+});
+
+describe('discovery', () => {
+  it('lists only the client authentication methods a registered client can use', async () => {
+    const meta = (await discover(t)).serverMetadata();
+    expect(meta.token_endpoint_auth_methods_supported).toEqual(['client_secret_basic', 'client_secret_post']);
+    // No JWT client authentication, so no algorithms for it either.
+    expect(meta.token_endpoint_auth_signing_alg_values_supported).toBeUndefined();
+    for (const [name, value] of Object.entries(meta)) {
+      if (name.endsWith('_auth_methods_supported')) {
+        expect(value, name).toEqual(['client_secret_basic', 'client_secret_post']);
+      }
+    }
+  });
+
+  it('works with both methods it lists', async () => {
+    for (const auth of [oidc.ClientSecretBasic(t.clientSecret), oidc.ClientSecretPost(t.clientSecret)]) {
+      const config = await oidc.discovery(new URL(t.issuer), t.clientId, undefined, auth, {
+        execute: [oidc.allowInsecureRequests],
+      });
+      // A revocation needs nothing but client authentication: 200 for any token string.
+      await expect(oidc.tokenRevocation(config, 'not-a-token')).resolves.toBeUndefined();
+    }
+  });
+});
+
+describe('a failed client authentication by HTTP Basic', () => {
+  const basic = (value: string) => `Basic ${Buffer.from(value).toString('base64')}`;
+  it.each([
+    ['an unknown client', () => basic('no-such-client:secret')],
+    ['a wrong secret', () => basic(`${t.clientId}:wpcs_wrong`)],
+    ['credentials that are not base64', () => 'Basic !!!'],
+    ['no colon', () => basic(t.clientId)],
+    ['an empty secret', () => basic(`${t.clientId}:`)],
+    ['bad percent-encoding', () => basic(`${t.clientId}:%zz`)],
+    ['another scheme', () => `Bearer ${t.clientSecret}`],
+    ['no credentials at all', () => 'Basic'],
+  ])('is 401 invalid_client with a Basic challenge: %s', async (_label, header) => {
+    for (const endpoint of ['token', 'token/revocation']) {
+      const res = await fetch(`${t.issuer}/${endpoint}`, {
+        method: 'POST',
+        headers: { authorization: header(), 'content-type': 'application/x-www-form-urlencoded' },
+        body:
+          endpoint === 'token'
+            ? new URLSearchParams({ grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT })
+            : new URLSearchParams({ token: 'x' }),
+      });
+      expect(res.status, endpoint).toBe(401);
+      expect(((await res.json()) as { error: string }).error, endpoint).toBe('invalid_client');
+      expect(res.headers.get('www-authenticate'), endpoint).toMatch(
+        new RegExp(`^Basic realm="${t.issuer}", error="invalid_client"`),
+      );
+    }
+  });
+
+  it('stays 400 when a client authenticates by two methods at once', async () => {
+    const res = await fetch(`${t.issuer}/token`, {
+      method: 'POST',
+      headers: {
+        authorization: `Basic ${Buffer.from(`${t.clientId}:${t.clientSecret}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: 'x', client_secret: 'y' }),
+    });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: string }).error).toBe('invalid_request');
+  });
+});

@@ -171,6 +171,9 @@ export interface SignInPages {
   callback: URL;
   loginHtml?: string;
   consentHtml?: string;
+  /** The headers the login and consent pages were served with. */
+  loginHeaders?: Headers;
+  consentHeaders?: Headers;
 }
 
 /**
@@ -182,6 +185,7 @@ export async function signInPages(browser: Browser, authUrl: URL, password = PAS
   const login = await browser.follow(authUrl.href, base);
   if (login.left) return { callback: login.left };
   const loginHtml = await (login.page as Response).text();
+  const loginHeaders = (login.page as Response).headers;
   expect(loginHtml).toContain('Sign in');
   const afterLogin = await browser.request(formAction(loginHtml, login.url), {
     form: { login: 'ada@acme.example', password },
@@ -191,8 +195,9 @@ export async function signInPages(browser: Browser, authUrl: URL, password = PAS
     new URL(afterLogin.headers.get('location') as string, login.url).href,
     base,
   );
-  if (consent.left) return { callback: consent.left, loginHtml };
+  if (consent.left) return { callback: consent.left, loginHtml, loginHeaders };
   const consentHtml = await (consent.page as Response).text();
+  const consentHeaders = (consent.page as Response).headers;
   expect(consentHtml).toContain('Allow access?');
   const afterConsent = await browser.request(formAction(consentHtml, consent.url), {
     form: { decision: 'allow' },
@@ -208,7 +213,7 @@ export async function signInPages(browser: Browser, authUrl: URL, password = PAS
     throw new Error(
       `no redirect back to the client: ${end.page?.status} ${end.url} ${await end.page?.text()}`,
     );
-  return { callback: end.left, loginHtml, consentHtml };
+  return { callback: end.left, loginHtml, consentHtml, loginHeaders, consentHeaders };
 }
 
 /** Signs in on the login page and allows on the consent page; returns where the browser lands. */

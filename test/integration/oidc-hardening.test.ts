@@ -4,12 +4,14 @@
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  authorizationRequest,
   Browser,
+  discover,
   formAction,
   hiddenInputs,
   type LiveServer,
-  PASSWORD,
   REDIRECT,
+  signInPages,
   startLiveServer,
   type Tenant,
   type TenantKit,
@@ -28,95 +30,75 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function discover(tenant: Tenant) {
-  return oidc.discovery(new URL(tenant.issuer), tenant.clientId, tenant.clientSecret, undefined, {
-    execute: [oidc.allowInsecureRequests],
-  });
-}
-
-function authorizationUrl(config: oidc.Configuration, extra: Record<string, string> = {}): string {
-  return oidc.buildAuthorizationUrl(config, {
-    redirect_uri: REDIRECT,
-    scope: 'openid email profile offline_access',
-    code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
-    code_challenge_method: 'S256',
-    state: 's',
-    prompt: 'consent',
-    ...extra,
-  }).href;
-}
-
 interface Shown {
   name: string;
-  res: Response;
+  status: number;
+  headers: Headers;
   html: string;
+}
+
+async function shown(name: string, res: Response): Promise<Shown> {
+  return { name, status: res.status, headers: res.headers, html: await res.text() };
+}
+
+/** Where a 303 sends the browser, followed until a page is served or the browser leaves. */
+async function after(browser: Browser, res: Response, from: string) {
+  expect(res.status).toBe(303);
+  return browser.follow(new URL(res.headers.get('location') as string, from).href, server.base);
 }
 
 /** Every kind of page the provider shows, each fetched as a browser would. */
 async function everyPage(): Promise<Shown[]> {
   const config = await discover(t);
-  const shown: Shown[] = [];
-  const show = async (name: string, res: Response) => {
-    const html = await res.text();
-    shown.push({ name, res, html });
-    return html;
-  };
-
+  const pages: Shown[] = [];
   const browser = new Browser();
-  const login = await browser.follow(authorizationUrl(config), server.base);
-  const loginHtml = await show('sign-in', login.page as Response);
-  await show(
-    'sign-in, wrong password',
-    await browser.request(formAction(loginHtml, login.url), { form: { login: 'ada', password: 'nope' } }),
-  );
-  const afterLogin = await browser.request(formAction(loginHtml, login.url), {
-    form: { login: 'ada', password: PASSWORD },
-  });
-  const consent = await browser.follow(
-    new URL(afterLogin.headers.get('location') as string, login.url).href,
-    server.base,
-  );
-  const consentHtml = await show('consent', consent.page as Response);
-  const allowed = await browser.request(formAction(consentHtml, consent.url), {
-    form: { decision: 'allow' },
-  });
-  await browser.follow(new URL(allowed.headers.get('location') as string, consent.url).href, server.base);
 
-  await show('expired sign-in', await browser.request(`${t.issuer}/interaction/no-such-interaction`));
-  await show(
-    'authorization error',
-    await browser.request(authorizationUrl(config).replace(t.clientId, 'no-such-client')),
+  const wrong = await browser.follow((await authorizationRequest(config)).url.href, server.base);
+  const wrongHtml = await (wrong.page as Response).text();
+  pages.push(
+    await shown(
+      'sign-in, wrong password',
+      await browser.request(formAction(wrongHtml, wrong.url), { form: { login: 'ada', password: 'nope' } }),
+    ),
   );
-  const logout = await browser.request(`${t.issuer}/session/end?client_id=${t.clientId}`);
-  const logoutHtml = await show('sign-out', logout);
-  const confirmed = await browser.request(formAction(logoutHtml, logout.url), {
-    form: { ...hiddenInputs(logoutHtml), logout: 'yes' },
-  });
-  const success = await browser.follow(
-    new URL(confirmed.headers.get('location') as string, logout.url).href,
+  const signedIn = await signInPages(browser, (await authorizationRequest(config)).url);
+  for (const name of ['login', 'consent'] as const) {
+    pages.push({
+      name,
+      status: 200,
+      headers: signedIn[`${name}Headers`] as Headers,
+      html: signedIn[`${name}Html`] as string,
+    });
+  }
+
+  // A response by form_post (the session stands, so consent comes straight away): oidc-provider's
+  // page, with the one script that posts it.
+  const formPostConsent = await browser.follow(
+    (await authorizationRequest(config, { response_mode: 'form_post' })).url.href,
     server.base,
   );
-  await show('signed out', success.page as Response);
-  // A response by form_post: oidc-provider's page, with the one script that posts it.
-  const again = await browser.follow(authorizationUrl(config, { response_mode: 'form_post' }), server.base);
-  const againHtml = await (again.page as Response).text();
-  const relogin = await browser.request(formAction(againHtml, again.url), {
-    form: { login: 'ada', password: PASSWORD },
-  });
-  const reconsent = await browser.follow(
-    new URL(relogin.headers.get('location') as string, again.url).href,
-    server.base,
-  );
-  const reconsentHtml = await (reconsent.page as Response).text();
-  const posted = await browser.request(formAction(reconsentHtml, reconsent.url), {
+  const formPostHtml = await (formPostConsent.page as Response).text();
+  const allowed = await browser.request(formAction(formPostHtml, formPostConsent.url), {
     form: { decision: 'allow' },
   });
-  const formPost = await browser.follow(
-    new URL(posted.headers.get('location') as string, reconsent.url).href,
-    server.base,
+  pages.push(
+    await shown('form_post response', (await after(browser, allowed, formPostConsent.url)).page as Response),
   );
-  await show('form_post response', formPost.page as Response);
-  return shown;
+
+  pages.push(
+    await shown('expired sign-in', await browser.request(`${t.issuer}/interaction/no-such-interaction`)),
+  );
+  const unknownClient = (await authorizationRequest(config)).url.href.replace(t.clientId, 'no-such-client');
+  pages.push(await shown('authorization error', await browser.request(unknownClient)));
+
+  const logout = await browser.request(`${t.issuer}/session/end?client_id=${t.clientId}`);
+  const logoutPage = await shown('sign-out', logout);
+  pages.push(logoutPage);
+  const confirmed = await browser.request(formAction(logoutPage.html, logout.url), {
+    form: { ...hiddenInputs(logoutPage.html), logout: 'yes' },
+  });
+  pages.push(await shown('signed out', (await after(browser, confirmed, logout.url)).page as Response));
+  return pages;
 }
 
 describe('the pages', () => {
@@ -127,19 +109,19 @@ describe('the pages', () => {
 
   it('are all HTML that no other site can frame', () => {
     expect(pages.map((p) => p.name)).toHaveLength(8);
-    for (const { name, res, html } of pages) {
-      expect(res.headers.get('content-type'), name).toMatch(/^text\/html/);
+    for (const { name, headers, html } of pages) {
+      expect(headers.get('content-type'), name).toMatch(/^text\/html/);
       expect(html, name).toMatch(/^<!DOCTYPE html>/i);
-      expect(res.headers.get('x-frame-options'), name).toBe('DENY');
-      expect(res.headers.get('content-security-policy'), name).toMatch(/frame-ancestors 'none'/);
+      expect(headers.get('x-frame-options'), name).toBe('DENY');
+      expect(headers.get('content-security-policy'), name).toMatch(/frame-ancestors 'none'/);
     }
   });
 
   it("let the form_post page's own script run, and no other", () => {
-    const { res, html } = pages.find((p) => p.name === 'form_post response') as Shown;
+    const { headers, html } = pages.find((p) => p.name === 'form_post response') as Shown;
     expect(html).toContain(REDIRECT);
     expect(html).toMatch(/<script/);
-    const csp = res.headers.get('content-security-policy') as string;
+    const csp = headers.get('content-security-policy') as string;
     expect(csp).toMatch(/script-src 'self' 'sha256-[A-Za-z0-9+/=]+'/);
     for (const other of pages.filter((p) => p.name !== 'form_post response')) {
       expect(other.html, other.name).not.toMatch(/<script/i);
@@ -158,20 +140,9 @@ describe('the pages', () => {
   });
 
   it('ask only for what the client may be granted', async () => {
-    const config = await discover(t);
-    const browser = new Browser();
-    const url = authorizationUrl(config, { scope: 'openid email scope-of-nobody' });
-    const login = await browser.follow(url, server.base);
-    const loginHtml = await (login.page as Response).text();
-    const afterLogin = await browser.request(formAction(loginHtml, login.url), {
-      form: { login: 'ada', password: PASSWORD },
-    });
-    const consent = await browser.follow(
-      new URL(afterLogin.headers.get('location') as string, login.url).href,
-      server.base,
-    );
-    const html = await (consent.page as Response).text();
-    expect([...html.matchAll(/<li>([^<]*)<\/li>/g)].map((m) => m[1])).toEqual([
+    const { url } = await authorizationRequest(await discover(t), { scope: 'openid email scope-of-nobody' });
+    const { consentHtml } = await signInPages(new Browser(), url);
+    expect([...(consentHtml as string).matchAll(/<li>([^<]*)<\/li>/g)].map((m) => m[1])).toEqual([
       'Know who you are when you sign in',
       'Your e-mail address and whether it is verified',
     ]);

@@ -13,6 +13,7 @@ import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
 import { openTestDatabase } from '../helpers/app.js';
 import {
   AFTER_LOGOUT,
+  authorizationRequest,
   Browser,
   hiddenInputs,
   type LiveServer,
@@ -152,16 +153,7 @@ describe.each([
       expect(meta[endpoint], endpoint).toMatch(new RegExp(`^${issuer}/`));
     }
 
-    const verifier = oidc.randomPKCECodeVerifier();
-    const state = oidc.randomState();
-    const authUrl = oidc.buildAuthorizationUrl(config, {
-      redirect_uri: REDIRECT,
-      scope: 'openid email profile offline_access',
-      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
-      code_challenge_method: 'S256',
-      state,
-      prompt: 'consent',
-    });
+    const { url: authUrl, verifier, state } = await authorizationRequest(config);
 
     const browser = new Browser(tlsFetch);
     const locations: string[] = [];

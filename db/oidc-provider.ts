@@ -66,11 +66,7 @@ export function addKey(
   });
 }
 
-/** The provider's storage (oidc-provider's adapter contract), scoped to one workplace. */
-export interface StoredPayload {
-  payload: Record<string, unknown>;
-  consumed: boolean;
-}
+// The provider's storage (oidc-provider's adapter contract), scoped to one workplace.
 
 export async function upsertPayload(
   sql: Sql,

@@ -29,8 +29,8 @@ export async function openDatabase(
       config.databaseUrl,
       {
         // One more than requests are given: background maintenance (a VACUUM after bulk writes,
-        // minutes on a large table) holds a connection while it runs, and requests were left
-        // queueing for the others (the bench's read p99 at 1,000,000 documents, 11-15 ms against 5).
+        // minutes on a large table) holds a connection while it runs, and requests would otherwise
+        // queue for the others, which shows in the reads' tail latency.
         max: config.dbPoolMax + 1,
         idle_timeout: 60,
         // postgres.js waits up to 20 s between attempts after failures, which kept requests failing

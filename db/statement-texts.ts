@@ -5,10 +5,9 @@
  * Why: postgres.js keeps a statement's text referenced from its per-query objects, which V8 often
  * allocates straight into the old generation (allocation-site pretenuring). A text built for one
  * request is then reachable from old objects, survives every young-generation collection until the
- * next full one and is promoted, with all the pieces of the rope it was concatenated from. In the
- * bench's reads (`--trace-gc-nvp`) the server promoted 7.2%, 7.0% and 4.0% of what it allocated
- * with a fresh text per request, and 2.7-3.7% in four runs with shared ones (the baseline, whose
- * texts are constants, 0.03-0.06%). Looking a text up costs one hash of it.
+ * next full one and is promoted, with all the pieces of the rope it was concatenated from. Shared
+ * texts are promoted once, not per request (docs/performance.md has the measurements); looking a
+ * text up costs one hash of it.
  *
  * Bounded: texts name their collection's table, so a server with many collections has many; past
  * `max` the pool starts over rather than grow.

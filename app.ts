@@ -16,16 +16,16 @@ import openapiGlue from 'fastify-openapi-glue';
 import { CatalogCache } from './db/catalog-cache.js';
 import type { Sql } from './db/sql.js';
 import { Statistics } from './db/statistics.js';
-import { EncodedJson } from './encoded-json.js';
 import { type AppError, errors, MAX_PATH_PARAMETER_LENGTH, toAppError } from './errors.js';
 import { createHandlers } from './handlers/index.js';
 import type { Caller, Handler, Handlers, Input, OperationId } from './handlers/types.js';
-import { jsonBodyParser, type ParseJson } from './json-body.js';
+import { EncodedJson } from './http/encoded-json.js';
+import { jsonBodyParser, type ParseJson } from './http/json-body.js';
+import { RequestLogger } from './http/request-logger.js';
+import { type Authenticator, authorize, createAuthenticators } from './http/security.js';
+import { loadSpec, type OpenApiDocument, type SpecOperation, specOperations } from './http/spec.js';
 import { ProviderRegistry } from './oidc/provider.js';
 import { registerOidcProvider } from './oidc/routes.js';
-import { RequestLogger } from './request-logger.js';
-import { type Authenticator, authorize, createAuthenticators } from './security.js';
-import { loadSpec, type OpenApiDocument, type SpecOperation, specOperations } from './spec.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

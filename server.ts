@@ -7,7 +7,7 @@ import { migrate } from './db/migrate.js';
 import { type Database, openDatabase } from './db/open.js';
 import type { Sql } from './db/sql.js';
 import { findAdminTokenHash, insertAdminToken } from './db/tokens.js';
-import { stdoutLogDestination } from './log-destination.js';
+import { stdoutLogDestination } from './http/log-destination.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from './secrets.js';
 
 /** How long in-flight requests get to finish after SIGTERM before the process gives up. */

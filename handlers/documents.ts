@@ -13,8 +13,8 @@ import { parseFilter } from '../db/query/filter-ast.js';
 import { applyProjection, parseProjection, projectsEverything } from '../db/query/projection.js';
 import { parseSort } from '../db/query/sort.js';
 import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../db/query/update.js';
-import { EncodedJson } from '../encoded-json.js';
 import { errors } from '../errors.js';
+import { EncodedJson } from '../http/encoded-json.js';
 import type { Handler, HandlerDeps } from './types.js';
 
 export const DEFAULT_LIMIT = 100;

@@ -3,8 +3,8 @@ import type { CatalogCache } from '../db/catalog-cache.js';
 import type { Sql } from '../db/sql.js';
 import type { Statistics } from '../db/statistics.js';
 import type { TokenAccess } from '../db/tokens.js';
-import type { EncodedJson } from '../encoded-json.js';
 import type { operations } from '../generated/openapi.js';
+import type { EncodedJson } from '../http/encoded-json.js';
 
 export type OperationId = keyof operations;
 

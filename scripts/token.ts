@@ -17,7 +17,7 @@ import { listScopedTokens, revokeScopedToken } from '../db/tokens.js';
 import { AppError } from '../errors.js';
 import type { components } from '../generated/openapi.js';
 import { issueToken, presentToken } from '../handlers/tokens.js';
-import { loadSpec } from '../spec.js';
+import { loadSpec } from '../http/spec.js';
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;

@@ -1,6 +1,6 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { loadSpec, type OpenApiDocument, specOperations } from '../../spec.js';
+import { loadSpec, type OpenApiDocument, specOperations } from '../../http/spec.js';
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
 

@@ -1,4 +1,4 @@
-import { loadSpec, type SpecOperation } from '../../spec.js';
+import { loadSpec, type SpecOperation } from '../../http/spec.js';
 import type { TestApp } from './app.js';
 
 /**

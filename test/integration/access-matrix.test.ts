@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadSpec, type SpecOperation, specOperations } from '../../spec.js';
+import { loadSpec, type SpecOperation, specOperations } from '../../http/spec.js';
 import { randomName, startTestApp, type TestApp } from '../helpers/app.js';
 import { createWhatTheExampleNeeds, exampleRequest } from '../helpers/examples.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadSpec } from '../../spec.js';
+import { loadSpec } from '../../http/spec.js';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
 
 let t: TestApp;

@@ -3,7 +3,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadSpec, type SpecOperation, specOperations } from '../../spec.js';
+import { loadSpec, type SpecOperation, specOperations } from '../../http/spec.js';
 import { type RequestOptions, startTestApp, type TestApp } from '../helpers/app.js';
 import {
   createWhatTheExampleNeeds,

@@ -4,7 +4,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../app.js';
 import { migrate } from '../../db/migrate.js';
-import { RequestLogger } from '../../request-logger.js';
+import { RequestLogger } from '../../http/request-logger.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
 import { openTestDatabase, randomName } from '../helpers/app.js';
 

@@ -4,7 +4,7 @@ import { CatalogCache } from '../../db/catalog-cache.js';
 import type { Sql } from '../../db/sql.js';
 import { Statistics } from '../../db/statistics.js';
 import { createHandlers } from '../../handlers/index.js';
-import { loadSpec, SPEC_PATH, specOperations } from '../../spec.js';
+import { loadSpec, SPEC_PATH, specOperations } from '../../http/spec.js';
 
 const spec = loadSpec();
 const ops = specOperations(spec);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsonNestsDeeperThan } from '../../json-depth.js';
+import { jsonNestsDeeperThan } from '../../http/json-depth.js';
 
 const nest = (n: number) => `${'['.repeat(n)}${']'.repeat(n)}`;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { mayHoldUnsafeNumber, unsafeNumberAt } from '../../json-numbers.js';
+import { mayHoldUnsafeNumber, unsafeNumberAt } from '../../http/json-numbers.js';
 
 describe('numbers a double would change', () => {
   it.each<[string, string | undefined, ('range' | 'integer')?]>([

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { MAX_LINE_DELAY_MS } from '../../log-destination.js';
+import { MAX_LINE_DELAY_MS } from '../../http/log-destination.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -17,7 +17,7 @@ function runWithLog(body: string): { lines: string[]; stderr: string } {
   const script = `
     import { openSync, readFileSync } from 'node:fs';
     import { pino } from 'pino';
-    import { stdoutLogDestination } from ${JSON.stringify(path.join(ROOT, 'log-destination.ts'))};
+    import { stdoutLogDestination } from ${JSON.stringify(path.join(ROOT, 'http', 'log-destination.ts'))};
     const fd = openSync(${JSON.stringify(file)}, 'w');
     const log = pino({ base: null, timestamp: false }, stdoutLogDestination(fd));
     const written = () => readFileSync(${JSON.stringify(file)}, 'utf8');

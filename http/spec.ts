@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 
-export const SPEC_PATH = fileURLToPath(new URL('./openapi.yaml', import.meta.url));
+export const SPEC_PATH = fileURLToPath(new URL('../openapi.yaml', import.meta.url));
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
 

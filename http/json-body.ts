@@ -1,6 +1,6 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyRequest } from 'fastify';
-import { errors } from './errors.js';
+import { errors } from '../errors.js';
 import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
 import { mayHoldUnsafeNumber, type UnsafeNumber, unsafeNumberAt } from './json-numbers.js';
 

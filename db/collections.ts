@@ -13,6 +13,12 @@ export interface CollectionRef {
   indexes: IndexRow[];
   /** collections.catalog_version when this was read (see migration 0007). */
   version: string;
+  /**
+   * Which key columns serve a path, built with the ref from `indexes`. A ref is never changed once
+   * read, and the catalog cache hands the same one to every read until it expires: the lookup is
+   * built once per entry, not on every request, and lives only as long as its ref.
+   */
+  paths: PathLookup;
 }
 
 export type IndexKey = [path: string, dir: 1 | -1][];
@@ -61,6 +67,7 @@ export async function findCollection(
     where w.name = ${workplace}`;
   if (!row) return { workplace: false };
   if (row.cid === null || row.cname === null) return { workplace: true, found: undefined };
+  const indexes = row.indexes ?? [];
   return {
     workplace: true,
     found: {
@@ -68,8 +75,9 @@ export async function findCollection(
       id: row.cid,
       name: row.cname,
       table: tableOf(row.wid, row.cid),
-      indexes: row.indexes ?? [],
+      indexes,
       version: row.version,
+      paths: buildPathLookup(indexes),
     },
   };
 }
@@ -115,31 +123,17 @@ function columnPrefix(indexId: string, field: number): string {
   return `i${catalogId(indexId)}_${field}`;
 }
 
+type PathLookup = (path: string) => (IndexedPath & { desc?: string }) | undefined;
+
+const ID_PATH: IndexedPath = Object.freeze({ key: 'id', truncated: false });
+
 /**
  * Which key columns serve a path: a single-field index first (it has btrees in both directions),
  * then an index that leads with the path, then any index holding it.
  */
-export function indexedPaths(c: CollectionRef): PathLookup {
-  let lookup = pathLookups.get(c);
-  if (!lookup) {
-    lookup = buildPathLookup(c);
-    pathLookups.set(c, lookup);
-  }
-  return lookup;
-}
-
-type PathLookup = (path: string) => (IndexedPath & { desc?: string }) | undefined;
-
-/**
- * A CollectionRef is never changed once read, and the catalog cache hands the same one to every
- * read until it expires: its lookup is built once, not on every request.
- */
-const pathLookups = new WeakMap<CollectionRef, PathLookup>();
-const ID_PATH: IndexedPath = Object.freeze({ key: 'id', truncated: false });
-
-function buildPathLookup(c: CollectionRef): PathLookup {
+function buildPathLookup(indexes: IndexRow[]): PathLookup {
   const map = new Map<string, IndexedPath & { desc: string; rank: number }>();
-  for (const ix of c.indexes) {
+  for (const ix of indexes) {
     ix.key.forEach(([path, _dir], n) => {
       const rank = ix.key.length === 1 ? 0 : n === 0 ? 1 : 2;
       const existing = map.get(path);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type CollectionRef, catalogGuard, indexedPaths, trackingMultikey } from './collections.js';
+import { type CollectionRef, catalogGuard, trackingMultikey } from './collections.js';
 import { idFirstJsonbBytes } from './jsonb-id-first.js';
 import { isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
 import type { Filter } from './query/filter-ast.js';
@@ -177,7 +177,7 @@ export function countStatement(c: CollectionRef, filter: Filter, guarded = false
  * which the catalog cache retries.
  */
 function catalogDependentColumns(c: CollectionRef) {
-  const lookup = indexedPaths(c);
+  const lookup = c.paths;
   const columns = {
     dependsOnCatalog: false,
     indexed(path: string) {
@@ -267,7 +267,7 @@ export async function explain(sql: Sql, s: Statement): Promise<string> {
 
 export async function deleteDocuments(sql: Sql, c: CollectionRef, filter: Filter): Promise<number> {
   const params = new Params();
-  const where = compileFilter(filter, { params, indexed: indexedPaths(c) });
+  const where = compileFilter(filter, { params, indexed: c.paths });
   const result = await retryingConflicts(() =>
     sql.unsafe(`delete from ${c.table} where ${catalogGuard(c)} and ${where}`, params.values),
   );
@@ -383,7 +383,7 @@ export async function updateDocuments(sql: Sql, c: CollectionRef, plan: UpdatePl
 async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan): Promise<UpdateOutcome> {
   const max = plan.maxMatches ?? MAX_UPDATE_MATCHES;
   const params = new Params();
-  const where = compileFilter(plan.filter, { params, indexed: indexedPaths(c) });
+  const where = compileFilter(plan.filter, { params, indexed: c.paths });
   const rows = await tx.unsafe<{ doc: JsonObject }[]>(
     // The guard on the first statement is enough: the lock it takes keeps index changes out until
     // the transaction ends.

@@ -1,3 +1,5 @@
+import { stringEnd } from './query/json-text.js';
+
 /**
  * Documents are returned `_id` first, as MongoDB returns them, but jsonb orders an object's keys by
  * length and then bytes: `{"n": 1, "_id": "a"}` comes back with `n` first. Reordering the parsed
@@ -52,26 +54,8 @@ const CLOSE_BRACE = 0x7d;
 const OPEN_BRACKET = 0x5b;
 const CLOSE_BRACKET = 0x5d;
 const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
 const COLON = 0x3a;
 const COMMA = 0x2c;
-
-/**
- * The index just past the JSON string whose opening quote is at `start`, or -1 if it never
- * closes. The request body's depth scan (json-depth.ts) skips strings with it too.
- */
-export function stringEnd(text: string, start: number): number {
-  let from = start + 1;
-  for (;;) {
-    const quote = text.indexOf('"', from);
-    if (quote < 0) return -1;
-    // The quote is escaped if an odd number of backslashes precede it.
-    let backslashes = 0;
-    while (text.charCodeAt(quote - 1 - backslashes) === BACKSLASH) backslashes++;
-    if (backslashes % 2 === 0) return quote + 1;
-    from = quote + 1;
-  }
-}
 
 /** The index just past the value that starts at `start` (a string, object, array or scalar), or -1. */
 function valueEndAt(text: string, start: number): number {

@@ -1,4 +1,4 @@
-import { stringEnd } from '../db/jsonb-id-first.js';
+import { stringEnd } from '../db/query/json-text.js';
 
 /**
  * JSON allows numbers of any size and precision; JSON.parse reads each as the nearest double, and

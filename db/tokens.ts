@@ -23,6 +23,25 @@ export async function findOidcToken(sql: Sql, workplace: string): Promise<string
 
 export type TokenAccess = 'read' | 'read_write';
 
+/**
+ * Who is calling: which token the request presented, established by the security hook
+ * (http/security.ts) before validation. Here, below both, because the hook makes it and the
+ * handlers read it.
+ */
+export type Caller =
+  | { kind: 'admin' }
+  | {
+      kind: 'scoped';
+      tokenId: string;
+      /** The first characters of the secret: how the token is named to people. */
+      prefix: string;
+      access: TokenAccess;
+      /** Names of the workplaces in scope. */
+      workplaces: ReadonlySet<string>;
+    }
+  | { kind: 'oidc'; workplace: string }
+  | { kind: 'anonymous' };
+
 export interface ScopedTokenRow {
   id: string;
   prefix: string;

@@ -2,26 +2,14 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { CatalogCache } from '../db/catalog-cache.js';
 import type { Sql } from '../db/sql.js';
 import type { Statistics } from '../db/statistics.js';
-import type { TokenAccess } from '../db/tokens.js';
+import type { Caller } from '../db/tokens.js';
 import type { operations } from '../generated/openapi.js';
 import type { EncodedJson } from '../http/encoded-json.js';
 
-export type OperationId = keyof operations;
+// Handlers read the caller from their input; it is defined with the tokens it is made from.
+export type { Caller };
 
-/** Who is calling, as established by the security hook before validation. */
-export type Caller =
-  | { kind: 'admin' }
-  | {
-      kind: 'scoped';
-      tokenId: string;
-      /** The first characters of the secret: how the token is named to people. */
-      prefix: string;
-      access: TokenAccess;
-      /** Names of the workplaces in scope. */
-      workplaces: ReadonlySet<string>;
-    }
-  | { kind: 'oidc'; workplace: string }
-  | { kind: 'anonymous' };
+export type OperationId = keyof operations;
 
 type JsonContent<T> = T extends { content: { 'application/json': infer B } } ? B : never;
 

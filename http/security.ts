@@ -1,8 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Sql } from '../db/sql.js';
-import { findOidcToken, findScopedToken, touchScopedToken } from '../db/tokens.js';
+import { type Caller, findOidcToken, findScopedToken, touchScopedToken } from '../db/tokens.js';
 import { errors } from '../errors.js';
-import type { Caller } from '../handlers/types.js';
 import { bytesEqual, generateSecret, hashSecret, secretsEqual, TOKEN_PREFIX } from '../secrets.js';
 import type { Access } from './spec.js';
 

@@ -1,4 +1,3 @@
-import { QueryError } from './db/query/errors.js';
 import type { components } from './generated/openapi.js';
 
 export type ErrorCode = components['schemas']['ErrorCode'];
@@ -40,6 +39,18 @@ export class AppError extends Error {
     this.errors = options.errors;
     this.oauthError = options.oauthError;
     this.headers = options.headers ?? {};
+  }
+}
+
+/**
+ * The one error the pure query modules throw: the request's query, sort, fields or update document
+ * is malformed or unsupported. toAppError renders it as a 400 with code INVALID_QUERY; the
+ * message must name the operator and the path, as MongoDB's own messages do.
+ */
+export class QueryError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'QueryError';
   }
 }
 

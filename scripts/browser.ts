@@ -1,6 +1,7 @@
 /**
  * A browser without JavaScript for the OpenID Provider's pages: fetch, a cookie jar and form
- * helpers. No test framework here, so that scripts (the benchmark) can sign in too.
+ * helpers. The tests (test/helpers/oidc-flow.ts) and the benchmark both sign in with it, so it
+ * lives outside test/ and uses no test framework.
  */
 
 /** A cookie jar for one browser: enough of RFC 6265 for one host. */

@@ -30,7 +30,7 @@ import { findCollection } from '../../db/collections.js';
 import { countStatement, readStatement } from '../../db/documents.js';
 import { parseFilter } from '../../db/query/filter-ast.js';
 import { parseSort } from '../../db/query/sort.js';
-import { Browser, formAction } from '../../test/helpers/browser.js';
+import { Browser, formAction } from '../browser.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const DEFAULT_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
@@ -642,333 +642,390 @@ const READS: ReadScenario[] = [
   },
 ];
 
-async function main() {
-  let workplace = '';
-  let sql: postgres.Sql | undefined;
-  const rows: Row[] = [];
-  const scaling: { name: string; sameWork: boolean; small: Figures; large: Figures }[] = [];
-  const targets: [string, boolean, string][] = [];
-  try {
-    // The server under test, in its own process, as `npm start` runs it.
-    const serverEnv: Record<string, string> = {
-      ADMIN_TOKEN: ADMIN,
-      PORT: '0',
-      LOG_LEVEL: 'info',
-      DB_POOL_MAX: '10',
-    };
-    if (embedded) {
-      dataDir = await mkdtemp(path.join(os.tmpdir(), 'bench-'));
-      Object.assign(serverEnv, { DATA_DIR: dataDir, DATABASE_URL: '' });
-    } else {
-      serverEnv.DATABASE_URL = databaseUrl;
-    }
-    logDir = await mkdtemp(path.join(os.tmpdir(), 'bench-logs-'));
-    if (CPU_PROF)
-      for (const side of ['server', 'baseline']) await mkdir(path.join(CPU_PROF, side), { recursive: true });
-    const server = await start('server', ['server.ts'], serverEnv, /Listening on (http:\/\/[^;\s"]+)/);
-    api = (server.match[1] as string).replace(/\/$/, '');
-    serverPid = server.child.pid as number;
-    serverChild = server.child;
+// ---------------------------------------------------------------------------------------------
+// The run: start the server, seed, capture the baseline's SQL, then each scenario in turn
 
-    workplace = `bench${randomBytes(6)
-      .toString('hex')
-      .replace(/\d/g, (d) => String.fromCharCode(97 + Number(d)))}`;
-    await call('POST', '/v1/workplaces', { name: workplace });
-    process.stderr.write(`workplace ${workplace}; seeding (${SMALL} + ${LARGE} documents)\n`);
-    await seed(workplace, 'small', SMALL);
-    await seed(workplace, 'large', LARGE);
-    await call('POST', `/v1/workplaces/${workplace}/storages`, { name: 'bulkapi' });
-    await call('POST', `/v1/workplaces/${workplace}/storages`, { name: 'bulkbase' });
+/** What the scenarios measured, for the report. */
+interface Results {
+  rows: Row[];
+  scaling: { name: string; sameWork: boolean; small: Figures; large: Figures }[];
+  targets: [string, boolean, string][];
+}
 
-    // The baseline runs the statements our compiler produces, captured here once.
-    const statements: Record<string, string> = {};
-    const values = new Map<string, string[][]>();
-    if (!embedded) {
-      sql = postgres(databaseUrl, { max: 2, onnotice: () => {} });
-      await settle(sql);
-      for (const size of ['small', 'large'] as const) {
-        const lookup = await findCollection(sql, workplace, size);
-        if (!lookup.workplace || !lookup.found) throw new Error(`no collection ${size}`);
-        const c = lookup.found;
-        const n = size === 'small' ? SMALL : LARGE;
-        for (const s of READS) {
-          const vs: string[][] = [];
-          for (let i = 0; i < VARIANTS; i++) {
-            const b = s.body(i, n);
-            const filter = parseFilter(b.query);
-            const st =
-              s.op === 'count'
-                ? countStatement(c, filter)
-                : readStatement(c, { filter, sort: parseSort(b.sort), skip: 0, limit: b.limit ?? 100 });
-            const key = `${size}:${s.name}`;
-            if (statements[key] !== undefined && statements[key] !== st.text)
-              throw new Error(`${key}: the SQL varies`);
-            statements[key] = st.text;
-            vs.push(st.values);
-          }
-          values.set(`${size}:${s.name}`, vs);
-        }
-        if (size === 'large') {
-          // updateMany: the compiler's WHERE, and the change as one SQL UPDATE.
-          const vs: string[][] = [];
-          for (let k = 0; k < VARIANTS; k++) {
-            const st = countStatement(c, parseFilter({ bucket: k % partitions(LARGE, UPDATE_MATCHES) }));
-            const where = st.text.slice(st.text.indexOf(' where ') + 7);
-            statements.update = `update ${c.table} set doc = jsonb_set(doc, '{n}', to_jsonb(coalesce((doc->>'n')::numeric, 0) + 1)) where ${where}`;
-            vs.push(st.values);
-          }
-          values.set('update', vs);
-        }
+/** The SQL our compiler produces for each scenario, and each variant's bound values: what the baseline runs. */
+interface Captured {
+  statements: Record<string, string>;
+  values: Map<string, string[][]>;
+}
+
+/** A workplace name of letters only, unlikely to meet one that exists. */
+function randomWorkplaceName(): string {
+  return `bench${randomBytes(6)
+    .toString('hex')
+    .replace(/\d/g, (d) => String.fromCharCode(97 + Number(d)))}`;
+}
+
+const docsUrl = (workplace: string, collection: string, op: string) =>
+  `${api}/v1/workplaces/${workplace}/storages/${collection}/${op}`;
+
+/** The elements of `xs` one after the other, round and round. */
+function cycle<T>(xs: T[]): () => T {
+  let i = 0;
+  return () => xs[i++ % xs.length] as T;
+}
+
+/** The directories the run writes to: the servers' logs, and with `--cpu-prof` the profiles. */
+async function prepareDirectories(): Promise<void> {
+  logDir = await mkdtemp(path.join(os.tmpdir(), 'bench-logs-'));
+  if (CPU_PROF)
+    for (const side of ['server', 'baseline']) await mkdir(path.join(CPU_PROF, side), { recursive: true });
+}
+
+/** The server under test, in its own process, as `npm start` runs it. */
+async function startServer(): Promise<void> {
+  const serverEnv: Record<string, string> = {
+    ADMIN_TOKEN: ADMIN,
+    PORT: '0',
+    LOG_LEVEL: 'info',
+    DB_POOL_MAX: '10',
+  };
+  if (embedded) {
+    dataDir = await mkdtemp(path.join(os.tmpdir(), 'bench-'));
+    Object.assign(serverEnv, { DATA_DIR: dataDir, DATABASE_URL: '' });
+  } else {
+    serverEnv.DATABASE_URL = databaseUrl;
+  }
+  const server = await start('server', ['server.ts'], serverEnv, /Listening on (http:\/\/[^;\s"]+)/);
+  api = (server.match[1] as string).replace(/\/$/, '');
+  serverPid = server.child.pid as number;
+  serverChild = server.child;
+}
+
+/** The workplace with its small and large collections seeded, and two empty ones for bulk create. */
+async function seedWorkplace(workplace: string): Promise<void> {
+  await call('POST', '/v1/workplaces', { name: workplace });
+  process.stderr.write(`workplace ${workplace}; seeding (${SMALL} + ${LARGE} documents)\n`);
+  await seed(workplace, 'small', SMALL);
+  await seed(workplace, 'large', LARGE);
+  await call('POST', `/v1/workplaces/${workplace}/storages`, { name: 'bulkapi' });
+  await call('POST', `/v1/workplaces/${workplace}/storages`, { name: 'bulkbase' });
+}
+
+/**
+ * The statements our compiler produces for every scenario the baseline runs, captured once: each
+ * read scenario's SQL must be the same for all its variants, which differ only in bound values.
+ */
+async function captureStatements(sql: postgres.Sql, workplace: string): Promise<Captured> {
+  const statements: Record<string, string> = {};
+  const values = new Map<string, string[][]>();
+  for (const size of ['small', 'large'] as const) {
+    const lookup = await findCollection(sql, workplace, size);
+    if (!lookup.workplace || !lookup.found) throw new Error(`no collection ${size}`);
+    const c = lookup.found;
+    const n = size === 'small' ? SMALL : LARGE;
+    for (const s of READS) {
+      const vs: string[][] = [];
+      for (let i = 0; i < VARIANTS; i++) {
+        const b = s.body(i, n);
+        const filter = parseFilter(b.query);
+        const st =
+          s.op === 'count'
+            ? countStatement(c, filter)
+            : readStatement(c, { filter, sort: parseSort(b.sort), skip: 0, limit: b.limit ?? 100 });
+        const key = `${size}:${s.name}`;
+        if (statements[key] !== undefined && statements[key] !== st.text)
+          throw new Error(`${key}: the SQL varies`);
+        statements[key] = st.text;
+        vs.push(st.values);
       }
-      const bulk = await findCollection(sql, workplace, 'bulkbase');
-      if (!bulk.workplace || !bulk.found) throw new Error('no bulk collection');
-      statements.bulk = `insert into ${bulk.found.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d`;
-      const base = await start(
-        'baseline',
-        ['scripts/bench/baseline.ts'],
-        { BENCH_BASELINE: JSON.stringify({ databaseUrl, poolMax: 10, statements }) },
-        /listening (\d+)/,
-      );
-      baseline = `http://127.0.0.1:${base.match[1]}`;
-      baselinePid = base.child.pid;
-      baselineChild = base.child;
+      values.set(`${size}:${s.name}`, vs);
     }
-
-    const docsUrl = (collection: string, op: string) =>
-      `${api}/v1/workplaces/${workplace}/storages/${collection}/${op}`;
-    const cycle = <T>(xs: T[]) => {
-      let i = 0;
-      return () => xs[i++ % xs.length] as T;
-    };
-
-    // Reads, on both sizes.
-    for (const s of READS.filter((r) => selected(r.name))) {
-      const perSize: Record<string, Figures> = {};
-      for (const size of ['small', 'large'] as const) {
-        const n = size === 'small' ? SMALL : LARGE;
-        const apiBodies = cycle(Array.from({ length: VARIANTS }, (_, i) => JSON.stringify(s.body(i, n))));
-        const vs = values.get(`${size}:${s.name}`);
-        const baseBodies = vs ? cycle(vs.map((v) => JSON.stringify({ v }))) : undefined;
-        const row = await compare(
-          `${s.name} (${size === 'small' ? SMALL : LARGE} docs)`,
-          () => load(docsUrl(size, s.op), apiBodies),
-          baseBodies
-            ? () => load(`${baseline}/q/${encodeURIComponent(`${size}:${s.name}`)}`, baseBodies)
-            : undefined,
-        );
-        rows.push(row);
-        perSize[size] = row.api;
-        if (size === 'large' && s.indexed && row.base) {
-          targets.push([
-            `${s.name}: >= 0.8 x baseline req/s, p99 <= 2 x baseline p99`,
-            (row.ratio as number) >= 0.8 && (row.p99Ratio as number) <= 2,
-            `${ratioWithSpread(row)} x, p99 ${row.p99Ratio?.toFixed(2)} x (${row.api.p99} vs ${row.base.p99} ms)`,
-          ]);
-        }
+    if (size === 'large') {
+      // updateMany: the compiler's WHERE, and the change as one SQL UPDATE.
+      const vs: string[][] = [];
+      for (let k = 0; k < VARIANTS; k++) {
+        const st = countStatement(c, parseFilter({ bucket: k % partitions(LARGE, UPDATE_MATCHES) }));
+        const where = st.text.slice(st.text.indexOf(' where ') + 7);
+        statements.update = `update ${c.table} set doc = jsonb_set(doc, '{n}', to_jsonb(coalesce((doc->>'n')::numeric, 0) + 1)) where ${where}`;
+        vs.push(st.values);
       }
-      scaling.push({
-        name: s.name,
-        sameWork: s.sameWork,
-        small: perSize.small as Figures,
-        large: perSize.large as Figures,
-      });
-      if (s.indexed && s.sameWork) {
-        const small = perSize.small as Figures;
-        const large = perSize.large as Figures;
-        const ratio = latencyRatio(small, large);
-        targets.push([
-          `${s.name}: latency at ${LARGE} <= 1.5 x at ${SMALL}`,
-          ratio <= 1.5,
-          `${ratio.toFixed(2)} x (mean ${large.mean?.toFixed(2)} vs ${small.mean?.toFixed(2)} ms)`,
-        ]);
-      }
+      values.set('update', vs);
     }
+  }
+  const bulk = await findCollection(sql, workplace, 'bulkbase');
+  if (!bulk.workplace || !bulk.found) throw new Error('no bulk collection');
+  statements.bulk = `insert into ${bulk.found.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d`;
+  return { statements, values };
+}
 
-    if (selected('bulk create')) {
-      // Bulk create: 1,000 documents per request, unique ids on both sides.
-      let seq = 0;
-      const batch = (prefix: string) => {
-        const start = seq;
-        seq += 1000;
-        return Array.from({ length: 1000 }, (_, k) => ({
-          ...doc(start + k, 1, 1),
-          _id: `${prefix}${start + k}`,
-        }));
-      };
-      const bulkRow = await compare(
-        'bulk create (1,000 docs/request)',
-        () =>
-          load(docsUrl('bulkapi', 'create'), () => JSON.stringify({ docs: batch('a') }), { connections: 4 }),
-        baseline
-          ? () =>
-              load(`${baseline}/q/bulk`, () => JSON.stringify({ v: [JSON.stringify(batch('b'))] }), {
-                connections: 4,
-              })
+/** The baseline, in its own process, running `statements`. */
+async function startBaseline(statements: Record<string, string>): Promise<void> {
+  const base = await start(
+    'baseline',
+    ['scripts/bench/baseline.ts'],
+    { BENCH_BASELINE: JSON.stringify({ databaseUrl, poolMax: 10, statements }) },
+    /listening (\d+)/,
+  );
+  baseline = `http://127.0.0.1:${base.match[1]}`;
+  baselinePid = base.child.pid;
+  baselineChild = base.child;
+}
+
+/** The read scenarios selected, on both sizes, with their targets and how they scale. */
+async function runReads(workplace: string, values: Captured['values'], results: Results): Promise<void> {
+  for (const s of READS.filter((r) => selected(r.name))) {
+    const perSize: Record<string, Figures> = {};
+    for (const size of ['small', 'large'] as const) {
+      const n = size === 'small' ? SMALL : LARGE;
+      const apiBodies = cycle(Array.from({ length: VARIANTS }, (_, i) => JSON.stringify(s.body(i, n))));
+      const vs = values.get(`${size}:${s.name}`);
+      const baseBodies = vs ? cycle(vs.map((v) => JSON.stringify({ v }))) : undefined;
+      const row = await compare(
+        `${s.name} (${size === 'small' ? SMALL : LARGE} docs)`,
+        () => load(docsUrl(workplace, size, s.op), apiBodies),
+        baseBodies
+          ? () => load(`${baseline}/q/${encodeURIComponent(`${size}:${s.name}`)}`, baseBodies)
           : undefined,
       );
-      bulkRow.unit = 'docs/s';
-      rows.push(bulkRow);
-      if (bulkRow.base) {
-        const r = bulkRow.ratio as number;
-        targets.push([
-          'bulk create >= 0.7 x baseline multi-row insert',
-          r >= 0.7,
-          `${ratioWithSpread(bulkRow)} x`,
+      results.rows.push(row);
+      perSize[size] = row.api;
+      if (size === 'large' && s.indexed && row.base) {
+        results.targets.push([
+          `${s.name}: >= 0.8 x baseline req/s, p99 <= 2 x baseline p99`,
+          (row.ratio as number) >= 0.8 && (row.p99Ratio as number) <= 2,
+          `${ratioWithSpread(row)} x, p99 ${row.p99Ratio?.toFixed(2)} x (${row.api.p99} vs ${row.base.p99} ms)`,
         ]);
       }
     }
-
-    if (selected('updateMany')) {
-      // updateMany with $inc over 10,000 documents: time per request, sequentially.
-      const buckets = partitions(LARGE, UPDATE_MATCHES);
-      const apiTimes: number[] = [];
-      const baseTimes: number[] = [];
-      let peakUpdate = 0;
-      const updateScenario = `updateMany $inc (${Math.min(UPDATE_MATCHES, LARGE)} docs matched)`;
-      await profiled(
-        updateScenario,
-        async () => {
-          for (let k = 0; k < RUNS * 2; k++) {
-            const { result, peak } = await peakRss(serverPid, () =>
-              timeIt(() =>
-                call('POST', `/v1/workplaces/${workplace}/storages/large/update`, {
-                  query: { bucket: k % buckets },
-                  doc: { $inc: { n: 1 } },
-                }),
-              ),
-            );
-            apiTimes.push(result);
-            peakUpdate = Math.max(peakUpdate, peak);
-            const v = values.get('update')?.[k % VARIANTS];
-            if (baseline && v) {
-              baseTimes.push(
-                await timeIt(async () => {
-                  const res = await fetch(`${baseline}/q/update`, {
-                    method: 'POST',
-                    headers: { 'content-type': 'application/json' },
-                    body: JSON.stringify({ v }),
-                  });
-                  await res.text();
-                }),
-              );
-            }
-          }
-        },
-        () => [apiTimes.length, baseTimes.length],
-      );
-      const upd: Row = {
-        scenario: updateScenario,
-        api: ms(median(apiTimes)),
-        rssPeak: peakUpdate,
-        unit: 'ms/request',
-      };
-      if (baseTimes.length) upd.base = ms(median(baseTimes));
-      rows.push(upd);
-      if (upd.base) {
-        const r = upd.api.p50 / Math.max(upd.base.p50, 1);
-        targets.push([
-          'updateMany of 10,000 <= 3 x one SQL UPDATE',
-          r <= 3,
-          `${r.toFixed(2)} x (${upd.api.p50} vs ${upd.base.p50} ms)`,
-        ]);
-      }
-    }
-
-    if (selected('workplace + collection')) {
-      // Workplace + collection create/delete cycle.
-      const letters = () =>
-        randomBytes(8)
-          .toString('hex')
-          .replace(/\d/g, (d) => String.fromCharCode(103 + Number(d)));
-      const cycles = 20;
-      const cycleScenario = 'workplace + collection create/delete';
-      let apiCycle = { result: 0, peak: 0 };
-      let baseCycle: number | undefined;
-      await profiled(
-        cycleScenario,
-        async () => {
-          apiCycle = await peakRss(serverPid, () =>
-            timeIt(async () => {
-              for (let i = 0; i < cycles; i++) {
-                const name = `cyc${letters()}`;
-                await call('POST', '/v1/workplaces', { name });
-                await call('POST', `/v1/workplaces/${name}/storages`, { name: 'things' });
-                await call('DELETE', `/v1/workplaces/${name}`);
-              }
-            }),
-          );
-          if (baseline) {
-            baseCycle = await timeIt(async () => {
-              for (let i = 0; i < cycles; i++) {
-                const res = await fetch(`${baseline}/cycle`, {
-                  method: 'POST',
-                  headers: { 'content-type': 'application/json' },
-                  body: JSON.stringify({ v: [letters()] }),
-                });
-                await res.text();
-              }
-            });
-          }
-        },
-        // Each cycle is three requests to the API and one to the baseline.
-        () => [cycles * 3, baseline ? cycles : 0],
-      );
-      const cycleRow: Row = {
-        scenario: cycleScenario,
-        api: ms(apiCycle.result / cycles),
-        rssPeak: apiCycle.peak,
-        unit: 'ms/cycle',
-      };
-      if (baseCycle !== undefined) cycleRow.base = ms(baseCycle / cycles);
-      rows.push(cycleRow);
-    }
-
-    if (selected('OIDC token endpoint')) {
-      // The OpenID Provider's token endpoint: refresh_token grants of a user who signed in once.
-      const refresh = await signInOnce(workplace);
-      rows.push(
-        await compare(
-          'OIDC token endpoint (refresh_token grant)',
-          () =>
-            load(refresh.url, () => refresh.body, {
-              headers: refresh.headers,
-            }),
-          undefined,
-        ),
-      );
-    }
-
-    // Sustained reads: RSS after warm-up against RSS after SOAK seconds.
-    if (SOAK > 0 && selected('sustained reads')) {
-      const bodies = cycle(
-        Array.from({ length: VARIANTS }, (_, i) => JSON.stringify(pick(READS, 1).body(i, LARGE))),
-      );
-      await load(docsUrl('large', 'read'), bodies, { duration: 5 });
-      const warm = await rssMb(serverPid);
-      await load(docsUrl('large', 'read'), bodies, { duration: SOAK });
-      const after = await rssMb(serverPid);
-      targets.push([
-        `RSS after ${SOAK} s of reads within 50 MB of warm-up`,
-        after - warm <= 50,
-        `${warm.toFixed(0)} -> ${after.toFixed(0)} MB`,
+    results.scaling.push({
+      name: s.name,
+      sameWork: s.sameWork,
+      small: perSize.small as Figures,
+      large: perSize.large as Figures,
+    });
+    if (s.indexed && s.sameWork) {
+      const small = perSize.small as Figures;
+      const large = perSize.large as Figures;
+      const ratio = latencyRatio(small, large);
+      results.targets.push([
+        `${s.name}: latency at ${LARGE} <= 1.5 x at ${SMALL}`,
+        ratio <= 1.5,
+        `${ratio.toFixed(2)} x (mean ${large.mean?.toFixed(2)} vs ${small.mean?.toFixed(2)} ms)`,
       ]);
     }
-
-    report(rows, scaling, targets);
-  } finally {
-    if (workplace && api) await call('DELETE', `/v1/workplaces/${workplace}`).catch(() => {});
-    await sql?.end({ timeout: 2 });
-    for (const c of children) c.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
   }
 }
 
-function report(
-  rows: Row[],
-  scaling: { name: string; sameWork: boolean; small: Figures; large: Figures }[],
-  targets: [string, boolean, string][],
-) {
+/** Bulk create: 1,000 documents per request, unique ids on both sides. */
+async function runBulkCreate(workplace: string, results: Results): Promise<void> {
+  let seq = 0;
+  const batch = (prefix: string) => {
+    const start = seq;
+    seq += 1000;
+    return Array.from({ length: 1000 }, (_, k) => ({
+      ...doc(start + k, 1, 1),
+      _id: `${prefix}${start + k}`,
+    }));
+  };
+  const bulkRow = await compare(
+    'bulk create (1,000 docs/request)',
+    () =>
+      load(docsUrl(workplace, 'bulkapi', 'create'), () => JSON.stringify({ docs: batch('a') }), {
+        connections: 4,
+      }),
+    baseline
+      ? () =>
+          load(`${baseline}/q/bulk`, () => JSON.stringify({ v: [JSON.stringify(batch('b'))] }), {
+            connections: 4,
+          })
+      : undefined,
+  );
+  bulkRow.unit = 'docs/s';
+  results.rows.push(bulkRow);
+  if (bulkRow.base) {
+    const r = bulkRow.ratio as number;
+    results.targets.push([
+      'bulk create >= 0.7 x baseline multi-row insert',
+      r >= 0.7,
+      `${ratioWithSpread(bulkRow)} x`,
+    ]);
+  }
+}
+
+/** updateMany with $inc over 10,000 documents: time per request, sequentially. */
+async function runUpdateMany(workplace: string, values: Captured['values'], results: Results): Promise<void> {
+  const buckets = partitions(LARGE, UPDATE_MATCHES);
+  const apiTimes: number[] = [];
+  const baseTimes: number[] = [];
+  let peakUpdate = 0;
+  const updateScenario = `updateMany $inc (${Math.min(UPDATE_MATCHES, LARGE)} docs matched)`;
+  await profiled(
+    updateScenario,
+    async () => {
+      for (let k = 0; k < RUNS * 2; k++) {
+        const { result, peak } = await peakRss(serverPid, () =>
+          timeIt(() =>
+            call('POST', `/v1/workplaces/${workplace}/storages/large/update`, {
+              query: { bucket: k % buckets },
+              doc: { $inc: { n: 1 } },
+            }),
+          ),
+        );
+        apiTimes.push(result);
+        peakUpdate = Math.max(peakUpdate, peak);
+        const v = values.get('update')?.[k % VARIANTS];
+        if (baseline && v) {
+          baseTimes.push(
+            await timeIt(async () => {
+              const res = await fetch(`${baseline}/q/update`, {
+                method: 'POST',
+                headers: { 'content-type': 'application/json' },
+                body: JSON.stringify({ v }),
+              });
+              await res.text();
+            }),
+          );
+        }
+      }
+    },
+    () => [apiTimes.length, baseTimes.length],
+  );
+  const upd: Row = {
+    scenario: updateScenario,
+    api: ms(median(apiTimes)),
+    rssPeak: peakUpdate,
+    unit: 'ms/request',
+  };
+  if (baseTimes.length) upd.base = ms(median(baseTimes));
+  results.rows.push(upd);
+  if (upd.base) {
+    const r = upd.api.p50 / Math.max(upd.base.p50, 1);
+    results.targets.push([
+      'updateMany of 10,000 <= 3 x one SQL UPDATE',
+      r <= 3,
+      `${r.toFixed(2)} x (${upd.api.p50} vs ${upd.base.p50} ms)`,
+    ]);
+  }
+}
+
+/** Workplace + collection create/delete cycle. */
+async function runWorkplaceCycle(results: Results): Promise<void> {
+  const letters = () =>
+    randomBytes(8)
+      .toString('hex')
+      .replace(/\d/g, (d) => String.fromCharCode(103 + Number(d)));
+  const cycles = 20;
+  const cycleScenario = 'workplace + collection create/delete';
+  let apiCycle = { result: 0, peak: 0 };
+  let baseCycle: number | undefined;
+  await profiled(
+    cycleScenario,
+    async () => {
+      apiCycle = await peakRss(serverPid, () =>
+        timeIt(async () => {
+          for (let i = 0; i < cycles; i++) {
+            const name = `cyc${letters()}`;
+            await call('POST', '/v1/workplaces', { name });
+            await call('POST', `/v1/workplaces/${name}/storages`, { name: 'things' });
+            await call('DELETE', `/v1/workplaces/${name}`);
+          }
+        }),
+      );
+      if (baseline) {
+        baseCycle = await timeIt(async () => {
+          for (let i = 0; i < cycles; i++) {
+            const res = await fetch(`${baseline}/cycle`, {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ v: [letters()] }),
+            });
+            await res.text();
+          }
+        });
+      }
+    },
+    // Each cycle is three requests to the API and one to the baseline.
+    () => [cycles * 3, baseline ? cycles : 0],
+  );
+  const cycleRow: Row = {
+    scenario: cycleScenario,
+    api: ms(apiCycle.result / cycles),
+    rssPeak: apiCycle.peak,
+    unit: 'ms/cycle',
+  };
+  if (baseCycle !== undefined) cycleRow.base = ms(baseCycle / cycles);
+  results.rows.push(cycleRow);
+}
+
+/** The OpenID Provider's token endpoint: refresh_token grants of a user who signed in once. */
+async function runOidcTokenEndpoint(workplace: string, results: Results): Promise<void> {
+  const refresh = await signInOnce(workplace);
+  results.rows.push(
+    await compare(
+      'OIDC token endpoint (refresh_token grant)',
+      () =>
+        load(refresh.url, () => refresh.body, {
+          headers: refresh.headers,
+        }),
+      undefined,
+    ),
+  );
+}
+
+/** Sustained reads: RSS after warm-up against RSS after SOAK seconds. */
+async function runSustainedReads(workplace: string, results: Results): Promise<void> {
+  const bodies = cycle(
+    Array.from({ length: VARIANTS }, (_, i) => JSON.stringify(pick(READS, 1).body(i, LARGE))),
+  );
+  await load(docsUrl(workplace, 'large', 'read'), bodies, { duration: 5 });
+  const warm = await rssMb(serverPid);
+  await load(docsUrl(workplace, 'large', 'read'), bodies, { duration: SOAK });
+  const after = await rssMb(serverPid);
+  results.targets.push([
+    `RSS after ${SOAK} s of reads within 50 MB of warm-up`,
+    after - warm <= 50,
+    `${warm.toFixed(0)} -> ${after.toFixed(0)} MB`,
+  ]);
+}
+
+/** Whatever the run got to: the workplace deleted, the connection closed, both servers stopped. */
+async function cleanUp(workplace: string, sql: postgres.Sql | undefined): Promise<void> {
+  if (api) await call('DELETE', `/v1/workplaces/${workplace}`).catch(() => {});
+  await sql?.end({ timeout: 2 });
+  for (const c of children) c.kill('SIGTERM');
+  await new Promise((r) => setTimeout(r, 500));
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+}
+
+async function main() {
+  const workplace = randomWorkplaceName();
+  let sql: postgres.Sql | undefined;
+  const results: Results = { rows: [], scaling: [], targets: [] };
+  try {
+    await prepareDirectories();
+    await startServer();
+    await seedWorkplace(workplace);
+    let captured: Captured = { statements: {}, values: new Map() };
+    // PGlite is one process: the baseline cannot have a connection of its own to it.
+    if (!embedded) {
+      sql = postgres(databaseUrl, { max: 2, onnotice: () => {} });
+      await settle(sql);
+      captured = await captureStatements(sql, workplace);
+      await startBaseline(captured.statements);
+    }
+    await runReads(workplace, captured.values, results);
+    if (selected('bulk create')) await runBulkCreate(workplace, results);
+    if (selected('updateMany')) await runUpdateMany(workplace, captured.values, results);
+    if (selected('workplace + collection')) await runWorkplaceCycle(results);
+    if (selected('OIDC token endpoint')) await runOidcTokenEndpoint(workplace, results);
+    if (SOAK > 0 && selected('sustained reads')) await runSustainedReads(workplace, results);
+    report(results);
+  } finally {
+    await cleanUp(workplace, sql);
+  }
+}
+
+function report({ rows, scaling, targets }: Results) {
   const f = (n: number, d = 0) => n.toFixed(d).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
   const cpu = (r: Row, k: 'cpu' | 'pg' | 'machine') => {
     const a = r.api[k];

@@ -5,9 +5,9 @@ import { expect } from 'vitest';
 import { buildApp } from '../../app.js';
 import { migrate } from '../../db/migrate.js';
 import type { Sql } from '../../db/sql.js';
+import { type Browser, formAction } from '../../scripts/browser.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
 import { openTestDatabase, randomName } from './app.js';
-import { type Browser, formAction } from './browser.js';
 
 /** The server listening on a real port, as relying parties need it, on the suite's database. */
 export interface LiveServer {
@@ -52,7 +52,7 @@ export async function startLiveServer(): Promise<LiveServer> {
   };
 }
 
-export { Browser, CookieJar, formAction, hiddenInputs } from './browser.js';
+export { Browser, CookieJar, formAction, hiddenInputs } from '../../scripts/browser.js';
 
 export const PASSWORD = 'correct horse battery staple';
 export const REDIRECT = 'http://127.0.0.1:9/callback';

@@ -1,15 +1,10 @@
 import { isIP } from 'node:net';
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import { DEFAULT_DB_DEADLINE_MS } from './db/deadline.js';
 
 /** How long one statement of a request may run on PostgreSQL before it is cancelled (503). */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
-
-/**
- * How long a request's statement may wait for PostgreSQL, for a connection and for its answer,
- * before it is given up (503): a request never hangs behind a stopped, restarting or frozen database.
- */
-export const DEFAULT_DB_DEADLINE_MS = 5_000;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 

@@ -40,6 +40,12 @@ export class DatabaseDeadlineError extends Error {
 }
 
 /**
+ * How long a request's statement may wait for PostgreSQL, for a connection and for its answer,
+ * before it is given up (503): a request never hangs behind a stopped, restarting or frozen database.
+ */
+export const DEFAULT_DB_DEADLINE_MS = 5_000;
+
+/**
  * How long the sign of life may take. A live server answers `select 1` on an open connection in
  * well under a millisecond and opens a new one in a few; a second tolerates a loaded machine.
  */

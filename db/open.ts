@@ -1,5 +1,4 @@
-import { type Config, DEFAULT_DB_DEADLINE_MS } from '../config.js';
-import { openWithDeadlines } from './deadline.js';
+import { DEFAULT_DB_DEADLINE_MS, openWithDeadlines } from './deadline.js';
 import { openEmbedded } from './embedded.js';
 import { jsonbIdFirst } from './jsonb-id-first.js';
 import type { Sql } from './sql.js';
@@ -12,6 +11,21 @@ export function reconnectDelaySeconds(failures: number): number {
   return (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** failures, 0.5);
 }
 
+/**
+ * What opening the database takes: these fields of the server's Config (config.ts), declared here
+ * so that db/ depends on no layer above it. Tests and scripts/token.ts pass only the first three.
+ */
+export interface DatabaseOptions {
+  /** Unset: the embedded PGlite database in `dataDir`. */
+  databaseUrl: string | undefined;
+  dataDir: string;
+  dbPoolMax: number;
+  /** PostgreSQL's statement_timeout for requests' statements; 0 or unset for none. */
+  statementTimeoutMs?: number;
+  /** The client-side deadline of every statement; DEFAULT_DB_DEADLINE_MS when unset. */
+  dbDeadlineMs?: number;
+}
+
 export interface Database {
   sql: Sql;
   kind: 'postgres' | 'embedded';
@@ -20,8 +34,7 @@ export interface Database {
 
 /** PostgreSQL when DATABASE_URL is set; otherwise embedded PGlite in DATA_DIR, behind one driver. */
 export async function openDatabase(
-  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'dbPoolMax'> &
-    Partial<Pick<Config, 'statementTimeoutMs' | 'dbDeadlineMs'>>,
+  config: DatabaseOptions,
   log?: { info(msg: string): void },
 ): Promise<Database> {
   if (config.databaseUrl) {

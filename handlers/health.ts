@@ -1,3 +1,4 @@
+import { pingDatabase } from '../db/health.js';
 import { errors } from '../errors.js';
 import type { Handler, HandlerDeps } from './types.js';
 
@@ -15,7 +16,7 @@ export function healthHandlers({ sql }: HandlerDeps) {
       );
     });
     try {
-      await Promise.race([sql`select 1`, timeout]);
+      await Promise.race([pingDatabase(sql), timeout]);
     } catch (err) {
       log.warn({ err }, 'readiness check failed');
       throw errors.serviceUnavailable('The database is not reachable.', err);

@@ -1,6 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
-import { api, cleanUpServers, type Server, startServer, unusedPath } from '../helpers/server-process.js';
+import {
+  api,
+  cleanUpServers,
+  type Server,
+  startServer,
+  TEST_TIMEOUT,
+  unusedPath,
+} from '../helpers/server-process.js';
 
 /**
  * The server on the embedded database is killed with SIGKILL in the middle of a stream of writes.
@@ -10,7 +17,7 @@ import { api, cleanUpServers, type Server, startServer, unusedPath } from '../he
 afterAll(cleanUpServers);
 
 describe('kill -9 of the server on the embedded database', () => {
-  it('loses no acknowledged write', async () => {
+  it('loses no acknowledged write', { timeout: TEST_TIMEOUT }, async () => {
     const dataDir = unusedPath();
     const token = randomBytes(32).toString('base64url');
     const start = () => startServer({ DATA_DIR: dataDir, ADMIN_TOKEN: token });
@@ -77,5 +84,5 @@ describe('kill -9 of the server on the embedded database', () => {
     expect(n).toBeGreaterThanOrEqual(increments);
     expect(n).toBeLessThanOrEqual(attempted);
     expect(await server.stop()).toEqual({ code: 0, signal: null });
-  }, 120_000);
+  });
 });

@@ -8,7 +8,7 @@ import {
   POSTGRES_BIN,
   type PostgresInstance,
 } from '../helpers/postgres-instance.js';
-import { api, cleanUpServers, type Server, startServer } from '../helpers/server-process.js';
+import { api, cleanUpServers, type Server, START_TIMEOUT, startServer } from '../helpers/server-process.js';
 
 /**
  * The database goes away under a running server and comes back: stopped, or frozen (SIGSTOP of
@@ -49,7 +49,8 @@ describe.runIf(POSTGRES_BIN)('PostgreSQL goes away under a running server and co
     expect((await call('POST', '/v1/workplaces', { name: w })).status).toBe(201);
     expect((await call('POST', `/v1/workplaces/${w}/storages`, { name: 'c' })).status).toBe(201);
     expect((await call('POST', `${docs}/create`, { docs: [{ _id: 1 }] })).status).toBe(201);
-  }, 120_000);
+    // A PostgreSQL instance to initialise and a server to start, each slow on a busy machine.
+  }, 2 * START_TIMEOUT);
 
   /** Requests of every kind at once, more than the pool has connections; each must be a bounded 503. */
   /** Returns the answers' details. */

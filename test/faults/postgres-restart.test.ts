@@ -6,7 +6,7 @@ import {
   POSTGRES_BIN,
   type PostgresInstance,
 } from '../helpers/postgres-instance.js';
-import { api, cleanUpServers, type Server, startServer } from '../helpers/server-process.js';
+import { api, cleanUpServers, type Server, START_TIMEOUT, startServer } from '../helpers/server-process.js';
 
 /**
  * PostgreSQL restarts (`pg_ctl stop -m fast`, then start) several times while clients keep
@@ -38,7 +38,8 @@ describe.runIf(POSTGRES_BIN)('PostgreSQL restarts under load', () => {
   beforeAll(async () => {
     db = await createPostgresInstance();
     server = await startServer({ DATABASE_URL: db.url, ADMIN_TOKEN: token, DB_DEADLINE_MS: '2000' });
-  }, 120_000);
+    // A PostgreSQL instance to initialise and a server to start, each slow on a busy machine.
+  }, 2 * START_TIMEOUT);
 
   const alive = () => server.child.exitCode === null && server.child.signalCode === null;
 

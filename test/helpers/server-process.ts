@@ -8,9 +8,19 @@ import { fileURLToPath } from 'node:url';
 import { CONFIG_VARIABLES } from '../../config.js';
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-/** How long a server may take to print its listening line (a fresh PGlite directory takes seconds). */
-export const START_TIMEOUT = 30_000;
-export const TEST_TIMEOUT = 60_000;
+/**
+ * How long a server may take to print its listening line. A start is CPU-bound (tsx compiles the
+ * import graph, a fresh PGlite directory runs initdb in WebAssembly, migrations run), so on a
+ * 2-core machine whose other test files keep both cores busy it takes many times what it takes
+ * alone, and 30 s was not always enough. The bound is there to end a start that hangs, not to time
+ * a slow one; such a start still fails with the server's output.
+ */
+export const START_TIMEOUT = 120_000;
+/**
+ * For a test that starts servers: two starts one after the other and the test's own work fit in
+ * it, so a slow start fails with the server's output (startServer) instead of vitest's timeout.
+ */
+export const TEST_TIMEOUT = 3 * START_TIMEOUT;
 export const ADMIN_TOKEN_PATTERN = /wpa_[A-Za-z0-9_-]{43}/g;
 export const LISTENING = /Listening on http:\/\/127\.0\.0\.1:(\d+)/;
 
@@ -81,9 +91,12 @@ export function spawnServer(vars: Record<string, string>): Proc {
 /** Starts server.ts and resolves once it listens; rejects with its output if it exits or hangs. */
 export async function startServer(vars: Record<string, string>): Promise<Server> {
   const proc = spawnServer(vars);
+  const started = Date.now();
   const port = await new Promise<number>((resolve, reject) => {
     const output = () => `\n--- stdout ---\n${proc.stdout()}\n--- stderr ---\n${proc.stderr()}`;
     const timer = setTimeout(() => {
+      // Stopped now, not in afterAll: meanwhile a hung server would hold a core and its data directory.
+      proc.child.kill('SIGKILL');
       clearInterval(poll);
       reject(new Error(`server did not listen within ${START_TIMEOUT} ms${output()}`));
     }, START_TIMEOUT);
@@ -98,12 +111,16 @@ export async function startServer(vars: Record<string, string>): Promise<Server>
       (exit) => {
         clearInterval(poll);
         clearTimeout(timer);
-        reject(new Error(`server exited (${exit.code ?? exit.signal}) before listening${output()}`));
+        reject(
+          new Error(
+            `server exited (${exit.code ?? exit.signal}) before listening, ${Date.now() - started} ms after it was spawned${output()}`,
+          ),
+        );
       },
       (err: Error) => {
         clearInterval(poll);
         clearTimeout(timer);
-        reject(err);
+        reject(new Error(`server could not be spawned: ${err.message}${output()}`, { cause: err }));
       },
     );
   });

@@ -9,8 +9,6 @@ import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from 'node:c
 
 const DEFAULTS = { ln: 15, r: 8, p: 1 };
 const KEY_LENGTH = 32;
-export const MIN_PASSWORD_LENGTH = 8;
-export const MAX_PASSWORD_LENGTH = 1024;
 const PHC = /^\$scrypt\$ln=(\d{1,2}),r=(\d{1,2}),p=(\d{1,2})\$([A-Za-z0-9+/]{16,})\$([A-Za-z0-9+/]{32,})$/;
 
 function derive(
@@ -37,10 +35,6 @@ export async function hashPassword(password: string): Promise<string> {
   const { ln, r, p } = DEFAULTS;
   const hash = await derive(password, salt, ln, r, p, KEY_LENGTH);
   return `$scrypt$ln=${ln},r=${r},p=${p}$${b64(salt)}$${b64(hash)}`;
-}
-
-export function isPasswordHash(value: unknown): value is string {
-  return typeof value === 'string' && PHC.test(value);
 }
 
 /** Spent on unknown users and malformed hashes, so that every failure costs the same. */

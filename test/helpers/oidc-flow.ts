@@ -52,7 +52,7 @@ export async function startLiveServer(): Promise<LiveServer> {
   };
 }
 
-export { Browser, CookieJar, formAction, hiddenInputs } from '../../scripts/browser.js';
+export { Browser, formAction, hiddenInputs } from '../../scripts/browser.js';
 
 export const PASSWORD = 'correct horse battery staple';
 export const REDIRECT = 'http://127.0.0.1:9/callback';

@@ -121,7 +121,7 @@ describe('issuing a token', () => {
 });
 
 describe('the admin token', () => {
-  // The server remembers the admin token once its hash matched (security.ts); what it remembers
+  // The server remembers the admin token once its hash matched (http/security.ts); what it remembers
   // must admit that token only, not anything close to it.
   it('keeps admitting the admin token, and nothing that differs from it in one character or in length', async () => {
     const w = await t.createWorkplace();

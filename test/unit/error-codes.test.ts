@@ -1,0 +1,51 @@
+// The spec's ErrorCode enum and the codes the server produces stay one list: a code in the enum
+// that no code path produces misleads every SDK user who handles it (TypeScript already refuses a
+// produced code that the enum lacks).
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { loadSpec } from '../../http/spec.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+const PRODUCTION = [
+  'app.ts',
+  'server.ts',
+  'config.ts',
+  'errors.ts',
+  'secrets.ts',
+  'handlers',
+  'db',
+  'http',
+  'oidc',
+];
+
+function sources(path: string): string[] {
+  const full = join(root, path);
+  if (statSync(full).isFile()) return path.endsWith('.ts') ? [readFileSync(full, 'utf8')] : [];
+  return readdirSync(full).flatMap((name) => sources(join(path, name)));
+}
+
+function specCodes(): string[] {
+  const spec = loadSpec() as unknown as { components: { schemas: Record<string, { enum?: string[] }> } };
+  return spec.components.schemas.ErrorCode?.enum ?? [];
+}
+
+/** Every code production code gives an AppError: a literal after the status, or to nameTaken(). */
+function producedCodes(): Set<string> {
+  const codes = new Set<string>();
+  for (const text of PRODUCTION.flatMap(sources)) {
+    for (const m of text.matchAll(/(?:new AppError\(\s*\d{3},\s*|nameTaken\(\s*)'([A-Z_]+)'/g)) {
+      codes.add(m[1] as string);
+    }
+  }
+  return codes;
+}
+
+describe('error codes', () => {
+  it('in the spec are exactly those the server produces', () => {
+    const spec = specCodes();
+    expect(spec.length).toBeGreaterThan(10);
+    expect([...producedCodes()].sort()).toEqual([...spec].sort());
+  });
+});

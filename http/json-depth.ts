@@ -11,7 +11,7 @@ export const MAX_JSON_DEPTH = 128;
  * Whether JSON text opens more than `max` arrays or objects inside one another. A linear scan of
  * the text, before JSON.parse, so that nothing recursive ever sees an over-deep value. Strings are
  * skipped with indexOf rather than character by character: a bulk insert's body is mostly strings,
- * and the per-character loop cost 1.4 ms of a 300 KB body.
+ * and a loop over each of their characters was a visible part of its cost.
  */
 export function jsonNestsDeeperThan(text: string, max: number): boolean {
   let depth = 0;

@@ -10,14 +10,13 @@ export const MAX_LINE_DELAY_MS = 20;
  * MAX_PENDING_CHARS wait) written together, synchronously. Pino's default hands every line to
  * libuv's thread pool (a thread wake-up and two more system calls per line); a synchronous write
  * per line, or per turn of the event loop, still costs a system call for every request or two
- * under load: profiles of the bench's indexed count put that write at 7 us of the server's 150 us
- * per request. Gathered this way, a write serves about fifty requests. Whatever waits is written
- * when the process exits.
+ * under load, a measurable share of a small request's cost. Gathered this way, one write serves
+ * many requests. Whatever waits is written when the process exits.
  *
  * The lines are gathered here and handed to sonic-boom (which retries partial writes and EAGAIN)
  * as one buffer, encoded once. Gathering them in sonic-boom instead (`minLength`) measures the
- * UTF-8 length of everything waiting on every line and encodes each write twice: in a callgrind
- * count of in-process reads, UTF-8 work was among the largest differences from the baseline.
+ * UTF-8 length of everything waiting on every line and encodes each write twice, UTF-8 work that
+ * profiles of in-process reads showed plainly (docs/performance.md).
  */
 export function stdoutLogDestination(fd = 1): pino.DestinationStream {
   const stream = pino.destination({ dest: fd, sync: true, contentMode: 'buffer' });

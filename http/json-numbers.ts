@@ -1,4 +1,5 @@
 import { stringEnd } from '../db/query/json-text.js';
+import { escapePointer } from '../errors.js';
 
 /**
  * JSON allows numbers of any size and precision; JSON.parse reads each as the nearest double, and
@@ -42,10 +43,6 @@ function writtenInteger(value: number): bigint {
   const [mantissa = '', exponent = '0'] = JSON.stringify(value).split('e');
   const [whole = '', fraction = ''] = mantissa.split('.');
   return BigInt(whole + fraction) * 10n ** BigInt(Number(exponent) - fraction.length);
-}
-
-function escapePointer(key: string): string {
-  return key.replace(/~/g, '~0').replace(/\//g, '~1');
 }
 
 /**

@@ -1,5 +1,6 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
+import { escapePointer } from '../../errors.js';
 import { loadSpec, type OpenApiDocument, specOperations } from '../../http/spec.js';
 
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
@@ -11,7 +12,7 @@ interface ResponseObject {
 }
 
 function pointer(...segments: string[]): string {
-  return segments.map((s) => s.replace(/~/g, '~0').replace(/\//g, '~1')).join('/');
+  return segments.map(escapePointer).join('/');
 }
 
 /**

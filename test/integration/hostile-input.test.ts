@@ -3,6 +3,7 @@ import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { escapePointer } from '../../errors.js';
 import { loadSpec, type SpecOperation, specOperations } from '../../http/spec.js';
 import { type RequestOptions, startTestApp, type TestApp } from '../helpers/app.js';
 import {
@@ -114,7 +115,7 @@ function bodySchema(op: SpecOperation): ValidateFunction | undefined {
     const operation = (spec.paths[op.path] as Record<string, { requestBody?: unknown }>)[
       op.method.toLowerCase()
     ];
-    const pointer = `#/paths/${op.path.replace(/~/g, '~0').replace(/\//g, '~1')}/${op.method.toLowerCase()}/requestBody/content/application~1json/schema`;
+    const pointer = `#/paths/${escapePointer(op.path)}/${op.method.toLowerCase()}/requestBody/content/application~1json/schema`;
     bodyValidators.set(
       op.operationId,
       operation?.requestBody ? ajv.compile({ $ref: `openapi${pointer}` }) : undefined,

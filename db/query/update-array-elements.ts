@@ -1,0 +1,109 @@
+/** What $push's $sort and $pull do with the elements of an array: order them, or test each one. */
+import { isPlainObject, type Json } from './errors.js';
+import { isIndex, type PullCond, type PullMatcher, type PushSort, type UpdatePath } from './update-parse.js';
+import { bsonCompare, getOwn, jsonEqual, typeRank } from './update-values.js';
+
+/** An empty array sorts below null in MongoDB; undefined stands for it among sort keys. */
+type SortKey = Json | undefined;
+
+export function sortElements(arr: Json[], sort: PushSort): Json[] {
+  if (typeof sort === 'number') return [...arr].sort((a, b) => sort * bsonCompare(a, b));
+  const keyed = arr.map((value) => ({ value, keys: sort.map((s) => sortKey(value, s.path, s.dir)) }));
+  keyed.sort((a, b) => {
+    for (const [i, s] of sort.entries()) {
+      const c = compareSortKeys(a.keys[i], b.keys[i]);
+      if (c !== 0) return s.dir * c;
+    }
+    return 0;
+  });
+  return keyed.map((k) => k.value);
+}
+
+/** As in find's sort: an array field sorts by its smallest element ascending and its largest descending. */
+function sortKey(element: Json, path: UpdatePath, dir: 1 | -1): SortKey {
+  const keys: SortKey[] = [];
+  for (const v of valuesAt(element, path.segments)) {
+    if (!Array.isArray(v)) keys.push(v);
+    else if (v.length === 0) keys.push(undefined);
+    else keys.push(...v);
+  }
+  if (keys.length === 0) return null;
+  return keys.reduce((best, k) => (dir * compareSortKeys(k, best) < 0 ? k : best));
+}
+
+function compareSortKeys(a: SortKey, b: SortKey): number {
+  if (a === undefined || b === undefined) return (a === undefined ? 0 : 1) - (b === undefined ? 0 : 1);
+  return bsonCompare(a, b);
+}
+
+/**
+ * The values a dotted path reaches, with MongoDB's implicit traversal of arrays of documents. A field
+ * missing from a document counts as null, as it does for query equality.
+ */
+function valuesAt(value: Json, segs: string[], i = 0, out: Json[] = []): Json[] {
+  if (i === segs.length) {
+    out.push(value);
+    return out;
+  }
+  const seg = segs[i] as string;
+  if (Array.isArray(value)) {
+    const indexed = isIndex(seg) ? value[Number(seg)] : undefined;
+    if (indexed !== undefined) valuesAt(indexed, segs, i + 1, out);
+    for (const e of value) if (isPlainObject(e)) valuesAt(e, segs, i, out);
+  } else if (isPlainObject(value)) {
+    valuesAt(getOwn(value, seg) ?? null, segs, i + 1, out);
+  }
+  return out;
+}
+
+export function pullMatches(matcher: PullMatcher, element: Json): boolean {
+  switch (matcher.kind) {
+    case 'equal':
+      return jsonEqual(element, matcher.value);
+    case 'conds':
+      return condsMatch(matcher.conds, withElements([element]));
+    case 'fields':
+      return (
+        isPlainObject(element) &&
+        matcher.fields.every((f) => {
+          const values = valuesAt(element, f.path.segments);
+          return condsMatch(f.conds, withElements(values.length === 0 ? [null] : values));
+        })
+      );
+  }
+}
+
+/** A query condition on an array holds if it holds for the array itself or for any of its elements. */
+function withElements(values: Json[]): Json[] {
+  return values.flatMap((v) => (Array.isArray(v) ? [v, ...v] : [v]));
+}
+
+function condsMatch(conds: PullCond[], candidates: Json[]): boolean {
+  return conds.every((c) => condMatches(c, candidates));
+}
+
+function condMatches(cond: PullCond, candidates: Json[]): boolean {
+  const equals = (v: Json) => candidates.some((c) => jsonEqual(c, v));
+  switch (cond.op) {
+    case '$eq':
+      return equals(cond.value);
+    case '$ne':
+      return !equals(cond.value);
+    case '$in':
+      return cond.values.some(equals);
+    case '$nin':
+      return !cond.values.some(equals);
+    default:
+      return candidates.some((c) => comparisonHolds(cond.op, c, cond.value));
+  }
+}
+
+/** Query comparisons are type-bracketed: a number is neither less nor greater than a string. */
+function comparisonHolds(op: '$gt' | '$gte' | '$lt' | '$lte', candidate: Json, value: Json): boolean {
+  if (typeRank(candidate) !== typeRank(value)) return false;
+  const c = bsonCompare(candidate, value);
+  if (op === '$gt') return c > 0;
+  if (op === '$gte') return c >= 0;
+  if (op === '$lt') return c < 0;
+  return c <= 0;
+}

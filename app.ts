@@ -16,7 +16,7 @@ import { createHandlers } from './handlers/index.js';
 import type { Handler, Handlers, OperationId } from './handlers/types.js';
 import { authenticating, authenticatorFor } from './http/authentication-hook.js';
 import { sendError } from './http/error-response.js';
-import { jsonBodyParser, type ParseJson } from './http/json-body.js';
+import { DEFAULT_BODY_LIMIT, jsonBodyParser, type ParseJson } from './http/json-body.js';
 import { requestLogHook } from './http/request-log.js';
 import { RequestLogger } from './http/request-logger.js';
 import { toRouteHandler } from './http/route-handler.js';
@@ -47,8 +47,6 @@ export interface AppDeps {
 }
 
 export type TrustProxy = boolean | string[];
-
-export const DEFAULT_BODY_LIMIT = 16 * 1024 * 1024;
 
 /**
  * Refuses to start when the spec and the handlers disagree, or when an operation that takes the

@@ -2,6 +2,7 @@ import { isIP } from 'node:net';
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { DEFAULT_DB_DEADLINE_MS } from './db/deadline.js';
+import { DEFAULT_BODY_LIMIT } from './http/json-body.js';
 
 /** How long one statement of a request may run on PostgreSQL before it is cancelled (503). */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
@@ -139,7 +140,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     problems,
     'BODY_LIMIT',
     e.BODY_LIMIT,
-    16 * 1024 * 1024,
+    DEFAULT_BODY_LIMIT,
     1024,
     256 * 1024 * 1024,
   );

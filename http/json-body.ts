@@ -10,6 +10,9 @@ function unsafeNumberMessage(reason: UnsafeNumber, stored: string): string {
     : `is an integer that a double cannot hold: it would be stored as ${stored}; send it as a string`;
 }
 
+/** The request body limit when BODY_LIMIT is not set; the README and openapi.yaml promise it. */
+export const DEFAULT_BODY_LIMIT = 16 * 1024 * 1024;
+
 type Done = (err: Error | null, body?: unknown) => void;
 /** Fastify's own JSON parser (secure-json-parse: `__proto__` and `constructor` keys refused). */
 export type ParseJson = (request: FastifyRequest, text: string, done: Done) => void;

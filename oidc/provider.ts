@@ -1,4 +1,4 @@
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import Provider, {
@@ -24,6 +24,7 @@ import {
 import type { JsonObject } from '../db/query/errors.js';
 import type { Sql } from '../db/sql.js';
 import { RETRY_AFTER_SECONDS, toAppError } from '../errors.js';
+import { secretMatchesHash } from '../secrets.js';
 import { CONTACTS, extraClientMetadata } from './extra-client-metadata.js';
 import { generateSigningKey } from './keys.js';
 import { logoutPage, messagePage, PAGE_HEADERS } from './pages.js';
@@ -116,10 +117,6 @@ type WorkplaceState = ProviderState & { workplace: string };
  */
 function stateOf(ctx: KoaContextWithOIDC | undefined, latest: { state: WorkplaceState }): WorkplaceState {
   return (ctx?.req as ProviderRequest | undefined)?.oidcState ?? latest.state;
-}
-
-function sha256hex(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('hex');
 }
 
 /** The user's claims: only members that are present, of the types OpenID Connect gives them. */
@@ -424,9 +421,7 @@ export class ProviderRegistry {
       this: { clientSecret?: string },
       actual: string,
     ) {
-      const expected = Buffer.from(this.clientSecret ?? '', 'hex');
-      const presented = Buffer.from(sha256hex(actual), 'hex');
-      return Promise.resolve(expected.length === presented.length && timingSafeEqual(expected, presented));
+      return Promise.resolve(secretMatchesHash(actual, Buffer.from(this.clientSecret ?? '', 'hex')));
     };
     provider.on('server_error', (_ctx, err) => this.log?.error({ err, workplace }, 'OpenID Provider error'));
     pinOrigin(provider, publicUrl);

@@ -1,7 +1,7 @@
 import type { IndexedPath } from './query/filter-sql.js';
 import { missingPredicate, multikeyPredicate, parsePath, rootNavs } from './query/path.js';
 import type { Sql, TransactionSql } from './sql.js';
-import { workplaceSchema } from './workplaces.js';
+import { catalogId, workplaceSchema } from './workplaces.js';
 
 /** A collection as the data layer needs it: where its table is and which paths its indexes cover. */
 export interface CollectionRef {
@@ -35,8 +35,7 @@ export interface IndexRow {
 export const ID_INDEX_NAME = '_id_';
 
 function tableOf(workplaceId: string, collectionId: string): string {
-  if (!/^[0-9]+$/.test(collectionId)) throw new Error(`not a catalog id: ${collectionId}`);
-  return `"${workplaceSchema(workplaceId)}"."c_${collectionId}"`;
+  return `"${workplaceSchema(workplaceId)}"."c_${catalogId(collectionId)}"`;
 }
 
 export type Lookup<T> = { workplace: false } | { workplace: true; found: T | undefined };
@@ -282,11 +281,6 @@ export function catalogMarker(c: CollectionRef): string {
  */
 export function catalogGuard(c: CollectionRef): string {
   return `(null::${catalogMarker(c)}) is null`;
-}
-
-function catalogId(id: string): string {
-  if (!/^[0-9]+$/.test(id)) throw new Error(`not a catalog id: ${id}`);
-  return id;
 }
 
 export async function deleteIndex(sql: Sql, c: CollectionRef, name: string): Promise<boolean> {

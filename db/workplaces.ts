@@ -6,10 +6,21 @@ export interface WorkplaceRow {
   created_at: Date;
 }
 
+/**
+ * A workplace name as openapi.yaml's `Name` allows it. For the routes that check a name themselves
+ * rather than through the spec's validation (the OIDC token scheme, the provider's own routes).
+ */
+export const WORKPLACE_NAME = /^[A-Za-z]{1,64}$/;
+
+/** A catalog id, checked before it becomes part of an SQL identifier. */
+export function catalogId(id: string): string {
+  if (!/^[0-9]+$/.test(id)) throw new Error(`not a catalog id: ${id}`);
+  return id;
+}
+
 /** The schema holding a workplace's collections; derived from the catalog id, never from request text. */
 export function workplaceSchema(id: string): string {
-  if (!/^[0-9]+$/.test(id)) throw new Error(`not a catalog id: ${id}`);
-  return `wp_${id}`;
+  return `wp_${catalogId(id)}`;
 }
 
 export type CreateWorkplaceResult = { created: WorkplaceRow } | { conflictsWith: string };

@@ -1,6 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { Sql } from '../db/sql.js';
 import { type Caller, findOidcToken, findScopedToken, touchScopedToken } from '../db/tokens.js';
+import { WORKPLACE_NAME } from '../db/workplaces.js';
 import { errors } from '../errors.js';
 import { bytesEqual, generateSecret, hashSecret, secretsEqual, TOKEN_PREFIX } from '../secrets.js';
 import type { Access } from './spec.js';
@@ -23,7 +24,6 @@ const ADMIN: Caller = Object.freeze({ kind: 'admin' });
 export const LAST_USED_INTERVAL_SECONDS = 60;
 
 const BEARER = /^Bearer +([\x21-\x7E]+) *$/i;
-const WORKPLACE_NAME = /^[A-Za-z]{1,64}$/;
 
 function header(request: FastifyRequest, name: string): string | undefined {
   const v = request.headers[name];

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/sql.js';
+import { WORKPLACE_NAME } from '../db/workplaces.js';
 import { contactsOf } from './extra-client-metadata.js';
 import { type ClientView, consentPage, loginPage, messagePage, PAGE_HEADERS } from './pages.js';
 import { verifyPassword } from './passwords.js';
@@ -8,7 +9,6 @@ import { type ProviderEntry, ProviderRegistry } from './provider.js';
 import { accountKey, LoginThrottle } from './throttle.js';
 import { findUsersByLogin, subjectOf } from './users.js';
 
-const WORKPLACE_NAME = /^[A-Za-z]{1,64}$/;
 /** The provider's endpoints below the issuer (oidc-provider's default routes, kept as they are). */
 export const PROVIDER_PATHS = [
   '/.well-known/openid-configuration',

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { CatalogCache } from '../../db/catalog-cache.js';
 import type { Sql } from '../../db/sql.js';
 import { Statistics } from '../../db/statistics.js';
+import { WORKPLACE_NAME } from '../../db/workplaces.js';
 import { createHandlers } from '../../handlers/index.js';
 import { loadSpec, SPEC_PATH, specOperations } from '../../http/spec.js';
 
@@ -112,5 +113,26 @@ describe('openapi.yaml against SPEC.md and the handlers', () => {
     expect(param('/oidc/{name}/registration', 'get')).toEqual(['ClientIdSelect']);
     expect(param('/oidc/{name}/oidc/registration', 'post')).toEqual(['ClientIdSelect']);
     expect(param('/oidc/{name}/registration', 'delete')).toEqual(['ClientIdRequired']);
+  });
+
+  it("agrees with the code's workplace name pattern on the names it accepts", () => {
+    const schemas = (spec as unknown as { components: { schemas: Record<string, unknown> } }).components
+      .schemas;
+    const name = schemas.Name as { pattern: string; minLength: number; maxLength: number };
+    const specAccepts = (s: string) =>
+      s.length >= name.minLength && s.length <= name.maxLength && new RegExp(name.pattern, 'u').test(s);
+    const samples = [
+      '',
+      'a',
+      'acme',
+      'Z'.repeat(64),
+      'Z'.repeat(65),
+      'a1',
+      'a-b',
+      'a b',
+      '\u00e9t\u00e9',
+      'ab\n',
+    ];
+    for (const s of samples) expect(WORKPLACE_NAME.test(s), JSON.stringify(s)).toBe(specAccepts(s));
   });
 });

@@ -18,6 +18,6 @@
  * copies and the helpers the others share).
  */
 export { applyUpdate } from './update-apply.js';
-export { parseUpdate } from './update-parse.js';
+export { parseUpdate, SUPPORTED_UPDATE_OPERATORS } from './update-parse.js';
 export { upsertSeed } from './update-upsert.js';
 export { jsonEqual } from './update-values.js';

@@ -4,6 +4,7 @@ import { idFirstJsonbBytes } from './jsonb-id-first.js';
 import { isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
 import type { Filter } from './query/filter-ast.js';
 import { compileFilter } from './query/filter-sql.js';
+import { idFirst } from './query/json.js';
 import { Params } from './query/params.js';
 import { compileSort, type SortKey } from './query/sort.js';
 import { CONFLICT_ATTEMPTS, retryingConflicts, type Sql, type TransactionSql } from './sql.js';
@@ -34,35 +35,6 @@ export function newObjectId(now = Date.now()): string {
   counter = (counter + 1) % 0x1000000;
   b.writeUIntBE(counter, 9, 3);
   return b.toString('hex');
-}
-
-/** `_id` first, as MongoDB returns documents; JSONB does not keep key order. */
-export function idFirst(doc: JsonObject): JsonObject {
-  if (!('_id' in doc)) return doc;
-  // Documents read from the database already lead with `_id` (db/jsonb-id-first.ts reorders the
-  // text before it is parsed): nothing is copied then.
-  for (const key in doc) {
-    if (key === '_id') return doc;
-    break;
-  }
-  // Copied key by key: an object built by spreading is slower to copy and, having left V8's fast
-  // property layout, takes longer to serialize.
-  const out: JsonObject = { _id: doc._id as Json };
-  const keys = Object.keys(doc);
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i] as string;
-    if (key === '_id') continue;
-    // An own `__proto__` field (JSON.parse makes one) stays data; assigning it would set the prototype.
-    if (key === '__proto__')
-      Object.defineProperty(out, key, {
-        value: doc[key],
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    else out[key] = doc[key] as Json;
-  }
-  return out;
 }
 
 /** MongoDB's limit on nested documents and arrays. */

@@ -1,4 +1,5 @@
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
+import { cloneJson, describeValue, idFirst, setOwn } from './json.js';
 import { MAX_PATH_LENGTH } from './path.js';
 
 /**
@@ -40,6 +41,11 @@ interface ParseContext {
   idSpecified: boolean;
   /** A top-level `{_id: 1}`: with no other boolean field it makes the projection an inclusion. */
   idIncluded: boolean;
+}
+
+/** Strings are shown as sent: a projection value or $slice argument is short, and seeing it helps. */
+function describe(value: unknown): string {
+  return describeValue(value, true);
 }
 
 /** Validates a request's `fields` (undefined or {} = everything). Throws QueryError. */
@@ -264,10 +270,10 @@ function includeObject(obj: JsonObject, tree: ProjectionTree): JsonObject {
     const node = tree.get(key);
     if (node === undefined) continue;
     if (node === true) {
-      setKey(out, key, clone(value));
+      setOwn(out, key, cloneJson(value));
     } else {
       const projected = includeValue(value, node);
-      if (projected !== undefined) setKey(out, key, projected);
+      if (projected !== undefined) setOwn(out, key, projected);
     }
   }
   return out;
@@ -291,7 +297,7 @@ function excludeObject(obj: JsonObject, tree: ProjectionTree): JsonObject {
   for (const [key, value] of Object.entries(obj)) {
     const node = tree.get(key);
     if (node === true) continue;
-    setKey(out, key, node === undefined ? clone(value) : excludeValue(value, node));
+    setOwn(out, key, node === undefined ? cloneJson(value) : excludeValue(value, node));
   }
   return out;
 }
@@ -312,7 +318,7 @@ function sliceAt(obj: JsonObject, slice: SliceSpec, index: number): void {
   const last = index === slice.path.length - 1;
   if (Array.isArray(value)) {
     if (last) {
-      setKey(obj, key, sliceArray(value, slice));
+      setOwn(obj, key, sliceArray(value, slice));
     } else {
       for (const item of value) if (isPlainObject(item)) sliceAt(item, slice, index + 1);
     }
@@ -326,42 +332,4 @@ function sliceArray(array: Json[], { skip, limit }: SliceSpec): Json[] {
   if (skip === undefined) return limit < 0 ? array.slice(Math.max(0, len + limit)) : array.slice(0, limit);
   const start = skip < 0 ? Math.max(0, len + skip) : Math.min(len, skip);
   return array.slice(start, start + limit);
-}
-
-/**
- * JavaScript enumerates integer-like keys ("0", "42") before all others whatever the insertion order,
- * so `_id` can only lead the other keys; a document with such keys cannot start with `_id`.
- */
-function idFirst(out: JsonObject): JsonObject {
-  if (!Object.hasOwn(out, '_id') || Object.keys(out)[0] === '_id') return out;
-  const ordered: JsonObject = {};
-  setKey(ordered, '_id', out._id as Json);
-  for (const [key, value] of Object.entries(out)) if (key !== '_id') setKey(ordered, key, value);
-  return ordered;
-}
-
-function clone(value: Json): Json {
-  if (Array.isArray(value)) return value.map(clone);
-  if (!isPlainObject(value)) return value;
-  const out: JsonObject = {};
-  for (const [key, v] of Object.entries(value)) setKey(out, key, clone(v));
-  return out;
-}
-
-/** JSON.parse makes `__proto__` an ordinary key; plain assignment would set the prototype instead. */
-function setKey(obj: JsonObject, key: string, value: Json): void {
-  if (key === '__proto__') {
-    Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
-  } else {
-    obj[key] = value;
-  }
-}
-
-function describe(value: unknown): string {
-  if (value === undefined) return 'nothing';
-  if (value === null) return 'null';
-  if (Array.isArray(value)) return 'an array';
-  if (typeof value === 'string')
-    return `the string ${JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value)}`;
-  return `a ${typeof value}`;
 }

@@ -1,17 +1,9 @@
 /** Running a parsed update against one document: a copy is changed, the original never is. */
 import { type Json, type JsonObject, QueryError } from './errors.js';
+import { cloneJson, describeValue, getOwn, idFirst, setOwn } from './json.js';
 import { pullMatches, sortElements } from './update-array-elements.js';
 import { isIndex, type ParsedUpdate, type UpdateOp, type UpdatePath } from './update-parse.js';
-import {
-  bsonCompare,
-  cloneJson,
-  describe,
-  getOwn,
-  idFirst,
-  jsonEqual,
-  preview,
-  setOwn,
-} from './update-values.js';
+import { bsonCompare, jsonEqual, preview } from './update-values.js';
 
 /** MongoDB's limit on the nulls one update may add to pad an array up to an index. */
 export const MAX_ARRAY_PADDING = 1_500_000;
@@ -233,14 +225,14 @@ function rename(t: Target, to: UpdatePath): void {
 function numeric(t: Target, cur: Json): number {
   if (typeof cur === 'number') return cur;
   throw new QueryError(
-    `Cannot apply ${t.op} to a value of non-numeric type: field '${t.path.text}'${ofDocument(t)} is ${describe(cur)}.`,
+    `Cannot apply ${t.op} to a value of non-numeric type: field '${t.path.text}'${ofDocument(t)} is ${describeValue(cur)}.`,
   );
 }
 
 function arrayValue(t: Target, cur: Json): Json[] {
   if (Array.isArray(cur)) return cur;
   throw new QueryError(
-    `Cannot apply ${t.op} to a non-array value: field '${t.path.text}'${ofDocument(t)} is ${describe(cur)}.`,
+    `Cannot apply ${t.op} to a non-array value: field '${t.path.text}'${ofDocument(t)} is ${describeValue(cur)}.`,
   );
 }
 

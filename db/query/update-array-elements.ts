@@ -1,7 +1,8 @@
 /** What $push's $sort and $pull do with the elements of an array: order them, or test each one. */
 import { isPlainObject, type Json } from './errors.js';
+import { getOwn } from './json.js';
 import { isIndex, type PullCond, type PullMatcher, type PushSort, type UpdatePath } from './update-parse.js';
-import { bsonCompare, getOwn, jsonEqual, typeRank } from './update-values.js';
+import { bsonCompare, jsonEqual, typeRank } from './update-values.js';
 
 /** An empty array sorts below null in MongoDB; undefined stands for it among sort keys. */
 type SortKey = Json | undefined;

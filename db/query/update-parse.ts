@@ -4,8 +4,9 @@
  * field names a path could not address later).
  */
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
+import { cloneJson, describeValue, getOwn } from './json.js';
 import { MAX_PATH_LENGTH, MAX_PATH_SEGMENTS } from './path.js';
-import { cloneJson, describe, getOwn, isPrefix, preview } from './update-values.js';
+import { isPrefix, preview } from './update-values.js';
 
 /** A dotted update path, split into segments. */
 export interface UpdatePath {
@@ -74,7 +75,8 @@ export function parseUpdate(doc: unknown): ParsedUpdate {
     throw new QueryError(
       'Pipeline-style updates (an array of stages) are not supported; use update operators.',
     );
-  if (!isPlainObject(doc)) throw new QueryError(`The update must be a JSON object, not ${describe(doc)}.`);
+  if (!isPlainObject(doc))
+    throw new QueryError(`The update must be a JSON object, not ${describeValue(doc)}.`);
   const first = Object.keys(doc)[0];
   if (first === undefined || !first.startsWith('$'))
     return { kind: 'replacement', doc: parseReplacement(doc) };
@@ -107,7 +109,7 @@ function parseOperators(doc: JsonObject): UpdateOp[] {
       );
     if (!isPlainObject(arg))
       throw new QueryError(
-        `The value of ${name} must be an object of {"path": argument}, not ${describe(arg)}.`,
+        `The value of ${name} must be an object of {"path": argument}, not ${describeValue(arg)}.`,
       );
     for (const [path, value] of Object.entries(arg))
       ops.push(parseOp(name, parseUpdatePath(path, name), value));
@@ -183,7 +185,7 @@ function numberArg(op: '$inc' | '$mul', path: UpdatePath, arg: Json): number {
 function renameTarget(path: UpdatePath, arg: Json): UpdatePath {
   if (typeof arg !== 'string')
     throw new QueryError(
-      `The 'to' field for $rename of '${path.text}' must be a string path, not ${describe(arg)}.`,
+      `The 'to' field for $rename of '${path.text}' must be a string path, not ${describeValue(arg)}.`,
     );
   const to = parseUpdatePath(arg, '$rename');
   if (to.text === path.text)
@@ -248,7 +250,7 @@ function eachArg(op: '$push' | '$addToSet', path: UpdatePath, mods: JsonObject):
   const each = getOwn(mods, '$each');
   if (each === undefined) throw new QueryError(`${op} on '${path.text}' has modifiers but no $each.`);
   if (!Array.isArray(each))
-    throw new QueryError(`$each in ${op} on '${path.text}' must be an array, not ${describe(each)}.`);
+    throw new QueryError(`$each in ${op} on '${path.text}' must be an array, not ${describeValue(each)}.`);
   checkStorable(each, path.text, op);
   return cloneJson(each);
 }
@@ -321,7 +323,7 @@ function parseConds(path: UpdatePath, ops: JsonObject): PullCond[] {
 
 function pullAllValues(path: UpdatePath, arg: Json): Json[] {
   if (Array.isArray(arg)) return cloneJson(arg);
-  throw new QueryError(`$pullAll on '${path.text}' requires an array argument, not ${describe(arg)}.`);
+  throw new QueryError(`$pullAll on '${path.text}' requires an array argument, not ${describeValue(arg)}.`);
 }
 
 function popEnd(path: UpdatePath, arg: Json): 1 | -1 {

@@ -1,4 +1,5 @@
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
+import { cloneJson, getOwn, idFirst, setOwn } from './json.js';
 import {
   checkStorable,
   isModifierObject,
@@ -8,7 +9,6 @@ import {
   parseUpdatePath,
   type UpdatePath,
 } from './update-parse.js';
-import { cloneJson, getOwn, idFirst, setOwn } from './update-values.js';
 
 /**
  * A query condition that fixes a path's value, so an upsert's inserted document can start with it;

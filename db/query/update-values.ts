@@ -1,5 +1,6 @@
-/** JSON values as the update operators see them: equality, BSON's order, copies, own properties, messages. */
+/** JSON values as the update operators see them: equality, BSON's order, messages. */
 import { isPlainObject, type Json, type JsonObject } from './errors.js';
+import { getOwn } from './json.js';
 
 export function jsonEqual(a: Json, b: Json): boolean {
   if (a === b) return true;
@@ -83,53 +84,8 @@ function utf8Order(unit: number): number {
   return unit;
 }
 
-export function cloneJson<T extends Json>(value: T): T {
-  if (Array.isArray(value)) return value.map((v) => cloneJson(v)) as T;
-  if (!isPlainObject(value)) return value;
-  const out: JsonObject = {};
-  for (const [k, v] of Object.entries(value)) setOwn(out, k, cloneJson(v));
-  return out as T;
-}
-
-/** Own properties only: a field named '__proto__' or 'constructor' must not reach Object.prototype. */
-export function getOwn(obj: JsonObject, key: string): Json | undefined {
-  return Object.hasOwn(obj, key) ? obj[key] : undefined;
-}
-
-export function setOwn<T extends Json>(obj: JsonObject, key: string, value: T): T {
-  if (key === '__proto__')
-    Object.defineProperty(obj, key, { value, writable: true, enumerable: true, configurable: true });
-  else obj[key] = value;
-  return value;
-}
-
-export function idFirst(doc: JsonObject): JsonObject {
-  const id = getOwn(doc, '_id');
-  if (id === undefined || Object.keys(doc)[0] === '_id') return doc;
-  const out: JsonObject = { _id: id };
-  for (const [k, v] of Object.entries(doc)) if (k !== '_id') setOwn(out, k, v);
-  return out;
-}
-
 export function isPrefix(prefix: string[], of: string[]): boolean {
   return prefix.length < of.length && prefix.every((s, i) => s === of[i]);
-}
-
-export function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'an array';
-  switch (typeof v) {
-    case 'string':
-      return 'a string';
-    case 'number':
-      return 'a number';
-    case 'boolean':
-      return 'a boolean';
-    case 'object':
-      return 'an object';
-    default:
-      return typeof v;
-  }
 }
 
 export function preview(v: Json): string {

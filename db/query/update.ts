@@ -11,11 +11,14 @@
  *   $pull, $pullAll, the _id checks) ignores key order, where BSON comparison would not.
  * - Values written into documents may not hold field names starting with '$' or containing '.', at
  *   any depth: no path could address them afterwards.
+ * - $min, $max, $push's $sort and $pull's comparisons order embedded documents field by field, as
+ *   MongoDB does; the SQL keys sorts use (mdb.key, migration 0002) compare their JSON text instead.
+ *   test/integration/bson-order.test.ts pins which operation uses which order.
  *
  * The modules behind it: update-parse.ts (the parsed form and its checks), update-apply.ts (one
  * document changed), update-array-elements.ts ($push's $sort and $pull's matching),
- * update-upsert.ts (the document an upsert starts from), update-values.ts (equality, BSON's order,
- * copies and the helpers the others share).
+ * update-upsert.ts (the document an upsert starts from), update-values.ts (equality and BSON's order
+ * of JSON values, and the helpers the others share).
  */
 export { applyUpdate } from './update-apply.js';
 export { parseUpdate, SUPPORTED_UPDATE_OPERATORS } from './update-parse.js';

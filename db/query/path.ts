@@ -13,24 +13,56 @@ export const MAX_NUMERIC_SEGMENTS = 4;
 
 const NUMERIC = /^(0|[1-9][0-9]{0,8})$/;
 
-export function parsePath(text: string, where = 'field path'): FieldPath {
-  if (text.length === 0) throw new QueryError(`An empty ${where} is not allowed.`);
-  if (text.length > MAX_PATH_LENGTH)
-    throw new QueryError(
-      `The ${where} '${text.slice(0, 64)}…' is longer than ${MAX_PATH_LENGTH} characters.`,
-    );
+/**
+ * The checks a dotted path goes through, each with the message its refusal gives. Filters, updates
+ * and projections word their messages differently and users see them, so the words are the
+ * caller's; a limit a caller leaves out does not apply to its paths.
+ */
+export interface PathChecks {
+  empty: () => string;
+  emptySegment: () => string;
+  /** A segment starting with '$' (positional operators among them). */
+  dollarSegment: (segment: string) => string;
+  length?: [max: number, message: () => string];
+  segments?: [max: number, message: () => string];
+  numericSegments?: [max: number, message: () => string];
+}
+
+/** Splits a dotted path into its segments, or throws the QueryError of the first check it fails. */
+export function splitPath(text: string, checks: PathChecks): string[] {
+  if (text.length === 0) throw new QueryError(checks.empty());
+  if (checks.length && text.length > checks.length[0]) throw new QueryError(checks.length[1]());
   const segments = text.split('.');
-  if (segments.length > MAX_PATH_SEGMENTS)
-    throw new QueryError(`The ${where} '${text}' has more than ${MAX_PATH_SEGMENTS} segments.`);
+  if (checks.segments && segments.length > checks.segments[0]) throw new QueryError(checks.segments[1]());
   for (const s of segments) {
-    if (s === '') throw new QueryError(`The ${where} '${text}' has an empty segment.`);
-    if (s.startsWith('$'))
-      throw new QueryError(
-        `The ${where} '${text}' has a segment starting with '$' ('${s}'); positional and $-prefixed paths are not supported.`,
-      );
+    if (s === '') throw new QueryError(checks.emptySegment());
+    if (s.startsWith('$')) throw new QueryError(checks.dollarSegment(s));
   }
-  if (segments.filter((s) => NUMERIC.test(s)).length > MAX_NUMERIC_SEGMENTS)
-    throw new QueryError(`The ${where} '${text}' has more than ${MAX_NUMERIC_SEGMENTS} numeric segments.`);
+  const numeric = checks.numericSegments;
+  if (numeric && segments.filter((s) => NUMERIC.test(s)).length > numeric[0])
+    throw new QueryError(numeric[1]());
+  return segments;
+}
+
+export function parsePath(text: string, where = 'field path'): FieldPath {
+  const segments = splitPath(text, {
+    empty: () => `An empty ${where} is not allowed.`,
+    length: [
+      MAX_PATH_LENGTH,
+      () => `The ${where} '${text.slice(0, 64)}…' is longer than ${MAX_PATH_LENGTH} characters.`,
+    ],
+    segments: [
+      MAX_PATH_SEGMENTS,
+      () => `The ${where} '${text}' has more than ${MAX_PATH_SEGMENTS} segments.`,
+    ],
+    emptySegment: () => `The ${where} '${text}' has an empty segment.`,
+    dollarSegment: (s) =>
+      `The ${where} '${text}' has a segment starting with '$' ('${s}'); positional and $-prefixed paths are not supported.`,
+    numericSegments: [
+      MAX_NUMERIC_SEGMENTS,
+      () => `The ${where} '${text}' has more than ${MAX_NUMERIC_SEGMENTS} numeric segments.`,
+    ],
+  });
   return { text, segments };
 }
 

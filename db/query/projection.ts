@@ -1,6 +1,6 @@
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
 import { cloneJson, describeValue, idFirst, setOwn } from './json.js';
-import { MAX_PATH_LENGTH } from './path.js';
+import { MAX_PATH_LENGTH, splitPath } from './path.js';
 
 /**
  * MongoDB's find() projection (the request's `fields`), applied in memory to JSON documents.
@@ -145,19 +145,17 @@ function parseElement(
   );
 }
 
+/** The length limit applies to the whole path, parent included (parseElement checks it). */
 function splitKey(parent: string[], key: string): string[] {
   const text = [...parent, key].join('.');
-  if (key === '') throw new QueryError(`An empty field name is not allowed in a projection (at '${text}').`);
-  const segments = key.split('.');
-  for (const s of segments) {
-    if (s === '') throw new QueryError(`The projection path '${text}' has an empty segment.`);
-    if (s === '$') throw new QueryError(`The positional projection operator in '${text}' is not supported.`);
-    if (s.startsWith('$'))
-      throw new QueryError(
-        `The projection path '${text}' has a segment starting with '$' ('${s}'); $-prefixed fields and operators other than $slice are not supported.`,
-      );
-  }
-  return segments;
+  return splitPath(key, {
+    empty: () => `An empty field name is not allowed in a projection (at '${text}').`,
+    emptySegment: () => `The projection path '${text}' has an empty segment.`,
+    dollarSegment: (s) =>
+      s === '$'
+        ? `The positional projection operator in '${text}' is not supported.`
+        : `The projection path '${text}' has a segment starting with '$' ('${s}'); $-prefixed fields and operators other than $slice are not supported.`,
+  });
 }
 
 function parseSlice(arg: Json | undefined, text: string): Leaf {

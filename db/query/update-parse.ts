@@ -5,7 +5,7 @@
  */
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
 import { cloneJson, describeValue, getOwn } from './json.js';
-import { MAX_PATH_LENGTH, MAX_PATH_SEGMENTS } from './path.js';
+import { MAX_PATH_LENGTH, MAX_PATH_SEGMENTS, splitPath } from './path.js';
 import { isPrefix, preview } from './update-values.js';
 
 /** A dotted update path, split into segments. */
@@ -156,23 +156,22 @@ function parseOp(op: OperatorName, path: UpdatePath, arg: Json): UpdateOp {
 
 /** Positional paths would need the query's match positions, which the store does not report. */
 export function parseUpdatePath(text: string, where: string): UpdatePath {
-  if (text.length === 0) throw new QueryError(`An empty field path is not allowed (in ${where}).`);
-  if (text.length > MAX_PATH_LENGTH)
-    throw new QueryError(
-      `The path '${text.slice(0, 64)}…' in ${where} is longer than ${MAX_PATH_LENGTH} characters.`,
-    );
-  const segments = text.split('.');
-  if (segments.length > MAX_PATH_SEGMENTS)
-    throw new QueryError(`The path '${text}' in ${where} has more than ${MAX_PATH_SEGMENTS} segments.`);
-  for (const s of segments) {
-    if (s === '') throw new QueryError(`The path '${text}' in ${where} contains an empty field name.`);
-    if (s === '$' || s.startsWith('$['))
-      throw new QueryError(
-        `The path '${text}' in ${where} uses the positional operator '${s}'; positional operators are unsupported.`,
-      );
-    if (s.startsWith('$'))
-      throw new QueryError(`The path '${text}' in ${where} has a field name starting with '$' ('${s}').`);
-  }
+  const segments = splitPath(text, {
+    empty: () => `An empty field path is not allowed (in ${where}).`,
+    length: [
+      MAX_PATH_LENGTH,
+      () => `The path '${text.slice(0, 64)}…' in ${where} is longer than ${MAX_PATH_LENGTH} characters.`,
+    ],
+    segments: [
+      MAX_PATH_SEGMENTS,
+      () => `The path '${text}' in ${where} has more than ${MAX_PATH_SEGMENTS} segments.`,
+    ],
+    emptySegment: () => `The path '${text}' in ${where} contains an empty field name.`,
+    dollarSegment: (s) =>
+      s === '$' || s.startsWith('$[')
+        ? `The path '${text}' in ${where} uses the positional operator '${s}'; positional operators are unsupported.`
+        : `The path '${text}' in ${where} has a field name starting with '$' ('${s}').`,
+  });
   return { text, segments };
 }
 

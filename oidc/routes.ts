@@ -50,6 +50,29 @@ function html(reply: FastifyReply, status: number, body: string) {
     .send(body);
 }
 
+type Interaction = Awaited<ReturnType<ProviderEntry['provider']['interactionDetails']>>;
+
+/** The sign-in the request continues, or undefined once the page saying it expired has been sent. */
+async function interactionOf(
+  entry: ProviderEntry,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<Interaction | undefined> {
+  try {
+    return await entry.provider.interactionDetails(request.raw, reply.raw);
+  } catch {
+    html(
+      reply,
+      400,
+      messagePage(
+        'Sign-in expired',
+        'This sign-in link is no longer valid. Start again from the application.',
+      ),
+    );
+    return undefined;
+  }
+}
+
 function clientView(
   client: { clientId: string; metadata(): Record<string, unknown> } | undefined,
 ): ClientView {
@@ -102,19 +125,8 @@ export async function registerOidcProvider(
       const entry = await entryFor(request, reply);
       if (!entry) return reply;
       ProviderRegistry.attach(request.raw, entry);
-      let details: Awaited<ReturnType<typeof entry.provider.interactionDetails>>;
-      try {
-        details = await entry.provider.interactionDetails(request.raw, reply.raw);
-      } catch {
-        return html(
-          reply,
-          400,
-          messagePage(
-            'Sign-in expired',
-            'This sign-in link is no longer valid. Start again from the application.',
-          ),
-        );
-      }
+      const details = await interactionOf(entry, request, reply);
+      if (!details) return reply;
       const found = await entry.provider.Client.find(String(details.params.client_id));
       const client = clientView(found);
       const base = `${entry.issuer}/interaction/${details.uid}`;
@@ -133,19 +145,8 @@ export async function registerOidcProvider(
       if (!entry) return reply;
       ProviderRegistry.attach(request.raw, entry);
       const form = await readForm(request.raw).catch(() => new URLSearchParams());
-      let details: Awaited<ReturnType<typeof entry.provider.interactionDetails>>;
-      try {
-        details = await entry.provider.interactionDetails(request.raw, reply.raw);
-      } catch {
-        return html(
-          reply,
-          400,
-          messagePage(
-            'Sign-in expired',
-            'This sign-in link is no longer valid. Start again from the application.',
-          ),
-        );
-      }
+      const details = await interactionOf(entry, request, reply);
+      if (!details) return reply;
       const client = clientView(await entry.provider.Client.find(String(details.params.client_id)));
       const action = `${entry.issuer}/interaction/${details.uid}/login`;
       const login = (form.get('login') ?? '').trim().slice(0, 256);
@@ -191,19 +192,8 @@ export async function registerOidcProvider(
       ProviderRegistry.attach(request.raw, entry);
       const form = await readForm(request.raw).catch(() => new URLSearchParams());
       const { provider } = entry;
-      let details: Awaited<ReturnType<typeof provider.interactionDetails>>;
-      try {
-        details = await provider.interactionDetails(request.raw, reply.raw);
-      } catch {
-        return html(
-          reply,
-          400,
-          messagePage(
-            'Sign-in expired',
-            'This sign-in link is no longer valid. Start again from the application.',
-          ),
-        );
-      }
+      const details = await interactionOf(entry, request, reply);
+      if (!details) return reply;
       if (details.prompt.name !== 'consent' || !details.session) {
         return html(reply, 400, messagePage('Nothing to confirm', 'Start again from the application.'));
       }

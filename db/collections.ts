@@ -1,6 +1,7 @@
 import type { IndexedPath } from './query/filter-sql.js';
 import { missingPredicate, multikeyPredicate, parsePath, rootNavs } from './query/path.js';
 import type { Sql, TransactionSql } from './sql.js';
+import { StatementTexts } from './statement-texts.js';
 import { catalogId, workplaceSchema } from './workplaces.js';
 
 /** A collection as the data layer needs it: where its table is and which paths its indexes cover. */
@@ -19,7 +20,16 @@ export interface CollectionRef {
    * built once per entry, not on every request, and lives only as long as its ref.
    */
   paths: PathLookup;
+  /**
+   * The texts of the ref's read and count statements (db/statement-texts.ts says why they are
+   * shared). They name the ref's table, so they belong to it, and live as long as the catalog
+   * cache's entry: every request in that time sends the same string objects.
+   */
+  texts: StatementTexts;
 }
+
+/** Distinct read and count statements one collection's ref keeps: query shapes, not values. */
+const MAX_TEXTS_PER_COLLECTION = 200;
 
 export type IndexKey = [path: string, dir: 1 | -1][];
 
@@ -77,6 +87,7 @@ export async function findCollection(
       indexes,
       version: row.version,
       paths: buildPathLookup(indexes),
+      texts: new StatementTexts(MAX_TEXTS_PER_COLLECTION),
     },
   };
 }

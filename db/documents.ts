@@ -8,7 +8,6 @@ import { idFirst } from './query/json.js';
 import { Params } from './query/params.js';
 import { compileSort, type SortKey } from './query/sort.js';
 import { CONFLICT_ATTEMPTS, retryingConflicts, type Sql, type TransactionSql } from './sql.js';
-import { StatementTexts } from './statement-texts.js';
 
 /** Raised when an insert or upsert would duplicate `_id` or a unique index key. */
 export class DuplicateKeyError extends Error {}
@@ -115,9 +114,6 @@ export interface Statement {
   values: string[];
 }
 
-/** The texts of read and count statements, which run far more often than they differ. */
-const texts = new StatementTexts();
-
 /** The one statement a read runs; exported so tests can EXPLAIN exactly what the API executes. */
 export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false): Statement {
   const params = new Params();
@@ -126,7 +122,7 @@ export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false)
   const orderBy = compileSort(o.sort, columns, params);
   const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
   const text = `select doc from ${c.table} where ${guard}${where} order by ${orderBy} offset ${params.int(o.skip)} limit ${params.int(o.limit)}`;
-  return { text: texts.shared(text), values: params.values };
+  return { text: c.texts.shared(text), values: params.values };
 }
 
 export function countStatement(c: CollectionRef, filter: Filter, guarded = false): Statement {
@@ -135,7 +131,7 @@ export function countStatement(c: CollectionRef, filter: Filter, guarded = false
   const where = compileFilter(filter, { params, indexed: columns.indexed });
   const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
   return {
-    text: texts.shared(`select count(*) as n from ${c.table} where ${guard}${where}`),
+    text: c.texts.shared(`select count(*) as n from ${c.table} where ${guard}${where}`),
     values: params.values,
   };
 }

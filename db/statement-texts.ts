@@ -9,8 +9,9 @@
  * texts are promoted once, not per request (docs/performance.md has the measurements); looking a
  * text up costs one hash of it.
  *
- * Bounded: texts name their collection's table, so a server with many collections has many; past
- * `max` the pool starts over rather than grow.
+ * Each collection ref holds its own pool (db/collections.ts): texts name its table, and the catalog
+ * cache hands one ref to every request until the entry expires. Bounded: past `max` distinct texts
+ * the pool starts over rather than grow.
  */
 export class StatementTexts {
   readonly #texts = new Map<string, string>();

@@ -1,5 +1,7 @@
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
-import { cloneJson, describeValue, idFirst, setOwn } from './json.js';
+import { type Cond, type Filter, parseFilter } from './filter-ast.js';
+import { type MatchDetails, matchFilter, matchPath } from './filter-match.js';
+import { cloneJson, describeValue, getOwn, idFirst, setOwn } from './json.js';
 import { MAX_PATH_LENGTH, splitPath } from './path.js';
 
 /**
@@ -7,7 +9,8 @@ import { MAX_PATH_LENGTH, splitPath } from './path.js';
  *
  * The semantics follow MongoDB 5+ (projection_parser.cpp and the projection executor): the first
  * boolean field other than a top-level `_id` decides between an inclusion and an exclusion
- * projection, `$slice` never decides, and dotted paths traverse arrays (nested arrays too).
+ * projection, `$slice` never decides, `$elemMatch` and the positional `a.$` are inclusions, and
+ * dotted paths traverse arrays (nested arrays too).
  */
 
 export const MAX_PROJECTION_FIELDS = 100;
@@ -22,15 +25,37 @@ export interface SliceSpec {
   readonly limit: number;
 }
 
+export interface ElemMatchSpec {
+  /** A top-level field: MongoDB refuses `$elemMatch` on a dotted path. */
+  readonly field: string;
+  /** The condition on each element, as the filter `{field: {$elemMatch: …}}` parses it. */
+  readonly cond: Cond & { op: 'elemMatch' | 'elemMatchValue' };
+}
+
+export interface PositionalSpec {
+  /** The path before `.$`; its first array keeps only the element the query matched. */
+  readonly path: readonly string[];
+  readonly text: string;
+  /** The read's query: the element is the one its match recorded. */
+  readonly query: Filter;
+}
+
 export interface Projection {
   /** `inclusion`: the output holds only the tree's paths. `exclusion`: everything but them. */
   readonly mode: 'inclusion' | 'exclusion';
   readonly tree: ProjectionTree;
   /** Applied after the tree, to its output: MongoDB slices the projection's post-image. */
   readonly slices: readonly SliceSpec[];
+  /** Added after the tree's fields, as MongoDB 4.4+ places them. */
+  readonly elemMatches?: readonly ElemMatchSpec[];
+  readonly positional?: PositionalSpec;
 }
 
-type Leaf = { kind: 'include' } | { kind: 'exclude' } | { kind: 'slice'; skip?: number; limit: number };
+type Leaf =
+  | { kind: 'include' }
+  | { kind: 'exclude' }
+  | { kind: 'slice'; skip?: number; limit: number }
+  | { kind: 'elemMatch'; cond: ElemMatchSpec['cond'] };
 type ParseNode = Map<string, ParseNode | Leaf>;
 
 interface ParseContext {
@@ -41,6 +66,9 @@ interface ParseContext {
   idSpecified: boolean;
   /** A top-level `{_id: 1}`: with no other boolean field it makes the projection an inclusion. */
   idIncluded: boolean;
+  query: Filter | undefined;
+  positional: PositionalSpec | undefined;
+  elemMatch: boolean;
 }
 
 /** Strings are shown as sent: a projection value or $slice argument is short, and seeing it helps. */
@@ -48,8 +76,11 @@ function describe(value: unknown): string {
   return describeValue(value, true);
 }
 
-/** Validates a request's `fields` (undefined or {} = everything). Throws QueryError. */
-export function parseProjection(fields: unknown): Projection {
+/**
+ * Validates a request's `fields` (undefined or {} = everything). Throws QueryError. A positional
+ * `a.$` needs the read's `query`: it must hold a condition on `a`.
+ */
+export function parseProjection(fields: unknown, query?: Filter): Projection {
   if (fields === undefined) return { mode: 'exclusion', tree: new Map(), slices: [] };
   if (!isPlainObject(fields))
     throw new QueryError(`The projection (fields) must be a JSON object, got ${describe(fields)}.`);
@@ -59,6 +90,9 @@ export function parseProjection(fields: unknown): Projection {
     fields: 0,
     idSpecified: false,
     idIncluded: false,
+    query,
+    positional: undefined,
+    elemMatch: false,
   };
   for (const [key, value] of Object.entries(fields)) parseElement(ctx, [], key, value, true);
 
@@ -66,9 +100,16 @@ export function parseProjection(fields: unknown): Projection {
   // inclusion and defaults to exclusion otherwise.
   const mode = ctx.mode ?? (ctx.idIncluded ? 'inclusion' : 'exclusion');
   const slices: SliceSpec[] = [];
-  const tree = buildTree(ctx.root, mode, [], slices);
+  const elemMatches: ElemMatchSpec[] = [];
+  const tree = buildTree(ctx.root, mode, [], slices, elemMatches);
   if (mode === 'inclusion' && !ctx.idSpecified) tree.set('_id', true);
-  return { mode, tree, slices };
+  return {
+    mode,
+    tree,
+    slices,
+    ...(elemMatches.length > 0 && { elemMatches }),
+    ...(ctx.positional && { positional: ctx.positional }),
+  };
 }
 
 /** Whether the projection keeps every field as it is (no `fields`, or `{}`): then there is nothing to apply. */
@@ -76,15 +117,70 @@ export function projectsEverything(projection: Projection): boolean {
   return projection.mode === 'exclusion' && projection.tree.size === 0 && projection.slices.length === 0;
 }
 
-/** Returns a NEW document shaped by the projection, with `_id` (when present in the output) as the FIRST key. */
+/**
+ * Returns a NEW document shaped by the projection, with `_id` (when present in the output) as the
+ * FIRST key. Throws QueryError when a positional projection finds no element the query matched.
+ */
 export function applyProjection(doc: JsonObject, projection: Projection): JsonObject {
+  const source = projection.positional ? positionalCut(doc, projection.positional) : doc;
   const out =
     projection.mode === 'inclusion'
-      ? includeObject(doc, projection.tree)
-      : excludeObject(doc, projection.tree);
+      ? includeObject(source, projection.tree)
+      : excludeObject(source, projection.tree);
   // `out` shares nothing with `doc`, so slicing it in place cannot touch the caller's document.
   for (const slice of projection.slices) sliceAt(out, slice, 0);
+  for (const { field, cond } of projection.elemMatches ?? []) {
+    const value = getOwn(doc, field);
+    if (!Array.isArray(value)) continue;
+    const first = value.find((item) =>
+      cond.op === 'elemMatch'
+        ? isPlainObject(item) && matchFilter(item, cond.filter)
+        : matchPath(item, [], cond.cond),
+    );
+    // No matching element: the field is left out, as MongoDB does.
+    if (first !== undefined) setOwn(out, field, [cloneJson(first)]);
+  }
   return idFirst(out);
+}
+
+/**
+ * The document with the first array on the positional path cut to the element the query matched
+ * (MongoDB's elemMatchKey), before the inclusion: inclusion drops scalar elements under a
+ * sub-path, which would shift the offset. Only the objects on the path are copied.
+ */
+function positionalCut(doc: JsonObject, positional: PositionalSpec): JsonObject {
+  const details: MatchDetails = {};
+  matchFilter(doc, positional.query, details);
+  const key = details.elemMatchKey;
+  if (key === undefined)
+    throw new QueryError(
+      `The positional projection '${positional.text}.$' found no array element the query matched in a document ` +
+        `(MongoDB: positional operator '.$' couldn't find a matching element in the array). ` +
+        `Put a condition on an element of '${positional.path[0]}' in the query.`,
+    );
+  return cutAt(doc, positional.path, positional.text, 0, key);
+}
+
+function cutAt(
+  obj: JsonObject,
+  path: readonly string[],
+  text: string,
+  index: number,
+  key: number,
+): JsonObject {
+  const seg = path[index] as string;
+  const value = getOwn(obj, seg);
+  const copy: JsonObject = { ...obj };
+  if (Array.isArray(value)) {
+    if (key >= value.length)
+      throw new QueryError(
+        `The positional projection '${text}.$': the query matched element ${key} of an array, but the array on '${path.slice(0, index + 1).join('.')}' is shorter (MongoDB: positional operator '.$' element mismatch).`,
+      );
+    setOwn(copy, seg, [value[key] as Json]);
+  } else if (isPlainObject(value) && index < path.length - 1) {
+    setOwn(copy, seg, cutAt(value, path, text, index + 1, key));
+  }
+  return copy;
 }
 
 function parseElement(
@@ -94,13 +190,19 @@ function parseElement(
   value: unknown,
   topLevel: boolean,
 ): void {
-  const path = [...parent, ...splitKey(parent, key)];
+  const dollar = positionalSuffix(parent, key);
+  const path = [...parent, ...splitKey(parent, dollar === undefined ? key : key.slice(0, -2))];
   const text = path.join('.');
   if (text.length > MAX_PATH_LENGTH)
     throw new QueryError(
       `The projection path '${text.slice(0, 64)}…' is longer than ${MAX_PATH_LENGTH} characters.`,
     );
   if (topLevel && path[0] === '_id') ctx.idSpecified = true;
+
+  if (dollar !== undefined) {
+    parsePositional(ctx, path, `${text}.$`, value);
+    return;
+  }
 
   if (typeof value === 'boolean' || typeof value === 'number') {
     const include = value !== false && value !== 0;
@@ -131,18 +233,96 @@ function parseElement(
         `The projection of ${text} must be either one operator or a sub-projection of fields, got ${keys.join(', ')}.`,
       );
     const op = keys[0] as string;
-    if (op !== '$slice')
+    if (op === '$slice') {
+      addLeaf(ctx, path, parseSlice(value[op], text));
+    } else if (op === '$elemMatch') {
+      addLeaf(ctx, path, parseElemMatch(ctx, path, value[op]));
+      setMode(ctx, 'inclusion', text);
+    } else {
       throw new QueryError(
-        `The projection operator ${op} (at path ${text}) is not supported; only $slice is.`,
+        `The projection operator ${op} (at path ${text}) is not supported; only $slice and $elemMatch are.`,
       );
-    addLeaf(ctx, path, parseSlice(value[op], text));
+    }
     return;
   }
 
   throw new QueryError(
     `Invalid projection value for field ${text}: ${describe(value)}. ` +
-      'Use 1 or true to include, 0 or false to exclude, or {$slice: ...}.',
+      'Use 1 or true to include, 0 or false to exclude, {$slice: ...} or {$elemMatch: ...}.',
   );
+}
+
+/**
+ * Whether the key ends in a positional `.$`: undefined when it does not, or the `$` otherwise.
+ * Any other `$` segment is refused with MongoDB's words for the positional operator's rules.
+ */
+function positionalSuffix(parent: string[], key: string): '$' | undefined {
+  const segments = key.split('.');
+  const at = segments.indexOf('$');
+  if (at < 0) return undefined;
+  const text = [...parent, key].join('.');
+  if (segments.indexOf('$', at + 1) >= 0)
+    throw new QueryError(`Positional projection '${text}' contains the positional operator more than once.`);
+  if (at !== segments.length - 1)
+    throw new QueryError(
+      `Positional projection '${text}': the positional operator may only be used at the end of the path, ` +
+        `for example a.b.$; remove the parts following the '$' and the results will be equivalent.`,
+    );
+  if (at === 0) throw new QueryError(`Positional projection '${text}' needs an array field before the '$'.`);
+  return '$';
+}
+
+function parsePositional(ctx: ParseContext, path: string[], text: string, value: unknown): void {
+  if (typeof value !== 'boolean' && typeof value !== 'number')
+    throw new QueryError(
+      `Invalid projection value for the positional projection ${text}: ${describe(value)}. ` +
+        'Use 1 or true ($slice and other operators cannot be combined with a positional projection).',
+    );
+  if (value === false || value === 0)
+    throw new QueryError(`Cannot exclude array elements with the positional operator (at ${text}).`);
+  addLeaf(ctx, path, { kind: 'include' });
+  setMode(ctx, 'inclusion', text);
+  if (ctx.positional)
+    throw new QueryError(
+      `Cannot specify more than one positional projection per query (${ctx.positional.text}.$ and ${text}).`,
+    );
+  if (ctx.elemMatch) throw new QueryError(`Cannot specify positional operator and $elemMatch (at ${text}).`);
+  const matchField = path[0] as string;
+  if (ctx.query === undefined || !conditionOn(ctx.query, matchField))
+    throw new QueryError(
+      `Positional projection '${text}' does not match the query document: the query needs a condition on '${matchField}'.`,
+    );
+  ctx.positional = { path, text: path.join('.'), query: ctx.query };
+}
+
+/** MongoDB's rule: some condition anywhere in the query (also under $or, $nor) on a path starting with the field. */
+function conditionOn(filter: Filter, field: string): boolean {
+  switch (filter.kind) {
+    case 'all':
+      return false;
+    case 'field':
+      return filter.path.segments[0] === field;
+    default:
+      return filter.children.some((c) => conditionOn(c, field));
+  }
+}
+
+function parseElemMatch(ctx: ParseContext, path: string[], arg: Json | undefined): Leaf {
+  const text = path.join('.');
+  if (!isPlainObject(arg))
+    throw new QueryError(
+      `$elemMatch (projection) needs an object, the condition on the elements; got ${describe(arg)} (at path ${text}).`,
+    );
+  if (path.length > 1)
+    throw new QueryError(`Cannot use $elemMatch projection on a nested field (at path ${text}).`);
+  if (ctx.positional)
+    throw new QueryError(`Cannot specify positional operator and $elemMatch (at path ${text}).`);
+  ctx.elemMatch = true;
+  // The condition is the filter {field: {$elemMatch: arg}}: same grammar, same limits, same errors.
+  const filter = parseFilter({ [text]: { $elemMatch: arg } });
+  if (filter.kind !== 'field' || (filter.cond.op !== 'elemMatch' && filter.cond.op !== 'elemMatchValue'))
+    throw new QueryError(`$elemMatch (projection) at path ${text} has an invalid condition.`);
+  return { kind: 'elemMatch', cond: filter.cond };
 }
 
 /** The length limit applies to the whole path, parent included (parseElement checks it). */
@@ -151,10 +331,9 @@ function splitKey(parent: string[], key: string): string[] {
   return splitPath(key, {
     empty: () => `An empty field name is not allowed in a projection (at '${text}').`,
     emptySegment: () => `The projection path '${text}' has an empty segment.`,
+    // A positional '$' never gets here: positionalSuffix takes it off or refuses it first.
     dollarSegment: (s) =>
-      s === '$'
-        ? `The positional projection operator in '${text}' is not supported.`
-        : `The projection path '${text}' has a segment starting with '$' ('${s}'); $-prefixed fields and operators other than $slice are not supported.`,
+      `The projection path '${text}' has a segment starting with '$' ('${s}'); $-prefixed fields are not supported.`,
   });
 }
 
@@ -233,16 +412,21 @@ function buildTree(
   mode: Projection['mode'],
   prefix: string[],
   slices: SliceSpec[],
+  elemMatches: ElemMatchSpec[],
 ): Map<string, ProjectionTree | true> {
   const tree = new Map<string, ProjectionTree | true>();
   for (const [key, child] of node) {
     if (child instanceof Map) {
-      const sub = buildTree(child, mode, [...prefix, key], slices);
+      const sub = buildTree(child, mode, [...prefix, key], slices, elemMatches);
       // In an exclusion, a branch holding only slices drops nothing.
       if (sub.size > 0) tree.set(key, sub);
       continue;
     }
     switch (child.kind) {
+      case 'elemMatch':
+        // Not in the tree: applyProjection adds the field after the others.
+        elemMatches.push({ field: key, cond: child.cond });
+        break;
       case 'slice':
         slices.push({ path: [...prefix, key], skip: child.skip, limit: child.limit });
         // An inclusion must keep the sliced array to have something to slice.

@@ -151,7 +151,7 @@ describe('read', () => {
     [{ query: { $where: '1' } }, /\$where/],
     [{ query: { a: { $regex: '(' } } }, /regular expression|parenthes/i],
     [{ sort: { 'a..b': 1 } }, /empty segment/],
-    [{ fields: { a: { $elemMatch: {} } } }, /\$elemMatch/],
+    [{ fields: { a: { $elemMatch: 1 } } }, /\$elemMatch \(projection\) needs an object/],
   ])('answers 400 INVALID_QUERY for %j, naming the problem', async (body, message) => {
     const col = await freshCollection(t);
     await col.insert([{ a: 'x' }]);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isPlainObject, type Json, type JsonObject, QueryError } from '../../../db/query/errors.js';
+import { parseFilter } from '../../../db/query/filter-ast.js';
 import {
   applyProjection,
   MAX_PROJECTION_FIELDS,
@@ -14,13 +15,13 @@ function deepFreeze<T extends Json>(value: T): T {
   return Object.freeze(value);
 }
 
-function project(doc: JsonObject, fields: unknown): JsonObject {
-  return applyProjection(doc, parseProjection(fields));
+function project(doc: JsonObject, fields: unknown, query?: JsonObject): JsonObject {
+  return applyProjection(doc, parseProjection(fields, query && parseFilter(query)));
 }
 
-function parseError(fields: unknown): QueryError {
+function parseError(fields: unknown, query: JsonObject = {}): QueryError {
   try {
-    parseProjection(fields);
+    parseProjection(fields, parseFilter(query));
   } catch (err) {
     expect(err).toBeInstanceOf(QueryError);
     return err as QueryError;
@@ -210,6 +211,347 @@ const cases: Case[] = [
   ],
 ];
 
+// The manual's "$elemMatch (projection)" collections.
+const SCHOOL_1: JsonObject = {
+  _id: 1,
+  zipcode: '63109',
+  students: [
+    { name: 'john', school: 102, age: 10 },
+    { name: 'jess', school: 102, age: 11 },
+    { name: 'jeff', school: 108, age: 15 },
+  ],
+};
+const SCHOOL_3: JsonObject = {
+  _id: 3,
+  zipcode: '63109',
+  students: [
+    { name: 'ajax', school: 100, age: 7 },
+    { name: 'achilles', school: 100, age: 8 },
+  ],
+};
+const SCHOOL_4: JsonObject = {
+  _id: 4,
+  zipcode: '63109',
+  students: [
+    { name: 'barney', school: 102, age: 7 },
+    { name: 'ruth', school: 102, age: 16 },
+  ],
+};
+const PLAYER: JsonObject = {
+  _id: 1,
+  name: 'player1',
+  games: [
+    { game: 'abc', score: 8 },
+    { game: 'xyz', score: 5 },
+  ],
+  joined: '2020-01-01',
+  lastLogin: '2020-05-01',
+};
+
+cases.push(
+  [
+    '$elemMatch with $exists: false needs every value missing',
+    { _id: 1, a: [{ b: [{ c: 1 }, { d: 1 }] }, { b: [{ d: 1 }] }] },
+    { a: { $elemMatch: { 'b.c': { $exists: false } } } },
+    { _id: 1, a: [{ b: [{ d: 1 }] }] },
+  ],
+  [
+    '$elemMatch: the first matching element',
+    SCHOOL_1,
+    { students: { $elemMatch: { school: 102 } } },
+    { _id: 1, students: [{ name: 'john', school: 102, age: 10 }] },
+  ],
+  [
+    '$elemMatch: no match leaves the field out',
+    SCHOOL_3,
+    { students: { $elemMatch: { school: 102 } } },
+    { _id: 3 },
+  ],
+  [
+    '$elemMatch on several fields',
+    SCHOOL_1,
+    { students: { $elemMatch: { school: 102, age: { $gt: 10 } } } },
+    { _id: 1, students: [{ name: 'jess', school: 102, age: 11 }] },
+  ],
+  [
+    '$elemMatch on several fields, later element',
+    SCHOOL_4,
+    { students: { $elemMatch: { school: 102, age: { $gt: 10 } } } },
+    { _id: 4, students: [{ name: 'ruth', school: 102, age: 16 }] },
+  ],
+  [
+    '$elemMatch with an inclusion',
+    SCHOOL_1,
+    { zipcode: 1, students: { $elemMatch: { school: 108 } } },
+    { _id: 1, zipcode: '63109', students: [{ name: 'jeff', school: 108, age: 15 }] },
+  ],
+  [
+    '$elemMatch comes after the included fields (MongoDB 4.4+)',
+    PLAYER,
+    { games: { $elemMatch: { score: { $gt: 5 } } }, joined: 1, lastLogin: 1 },
+    { _id: 1, joined: '2020-01-01', lastLogin: '2020-05-01', games: [{ game: 'abc', score: 8 }] },
+  ],
+  [
+    '$elemMatch with _id excluded',
+    PLAYER,
+    { _id: 0, games: { $elemMatch: { game: 'xyz' } } },
+    { games: [{ game: 'xyz', score: 5 }] },
+  ],
+  [
+    "$elemMatch with the issue's results example",
+    {
+      _id: 3,
+      results: [
+        { product: 'abc', score: 7 },
+        { product: 'xyz', score: 8 },
+        { product: 'xyz', score: 9 },
+      ],
+    },
+    { results: { $elemMatch: { product: 'xyz', score: { $gte: 8 } } } },
+    { _id: 3, results: [{ product: 'xyz', score: 8 }] },
+  ],
+  [
+    '$elemMatch on values',
+    { _id: 1, a: [1, 5, 9] },
+    { a: { $elemMatch: { $gte: 4, $lt: 9 } } },
+    { _id: 1, a: [5] },
+  ],
+  [
+    '$elemMatch with $or',
+    PLAYER,
+    { games: { $elemMatch: { $or: [{ score: 5 }, { game: 'none' }] } } },
+    { _id: 1, games: [{ game: 'xyz', score: 5 }] },
+  ],
+  [
+    '$elemMatch with $ne skips scalar elements',
+    { _id: 1, a: [3, { b: 2 }, { b: 1 }] },
+    { a: { $elemMatch: { b: { $ne: 2 } } } },
+    { _id: 1, a: [{ b: 1 }] },
+  ],
+  [
+    '$elemMatch with dotted and array paths in the element',
+    { _id: 1, a: [{ b: [{ c: 1 }] }, { b: [{ c: 2 }, { c: 3 }] }] },
+    { a: { $elemMatch: { 'b.c': 3 } } },
+    { _id: 1, a: [{ b: [{ c: 2 }, { c: 3 }] }] },
+  ],
+  [
+    '$elemMatch with null matches a missing field',
+    { _id: 1, a: [{ b: 1 }, { c: 1 }] },
+    { a: { $elemMatch: { b: null } } },
+    { _id: 1, a: [{ c: 1 }] },
+  ],
+  [
+    '$elemMatch with equality to an object',
+    { _id: 1, a: [{ b: { x: 1, y: 2 } }, { b: { y: 2, x: 1 } }] },
+    { a: { $elemMatch: { b: { y: 2, x: 1 } } } },
+    { _id: 1, a: [{ b: { x: 1, y: 2 } }] },
+  ],
+  [
+    '$elemMatch on a non-array leaves the field out',
+    { _id: 1, a: { b: 1 }, c: 2 },
+    { a: { $elemMatch: { b: 1 } } },
+    { _id: 1 },
+  ],
+  ['$elemMatch on a missing field', { _id: 1, c: 2 }, { a: { $elemMatch: { b: 1 } } }, { _id: 1 }],
+  [
+    '$elemMatch and $slice on other fields',
+    { _id: 1, a: [{ b: 1 }, { b: 2 }], c: [1, 2, 3] },
+    { a: { $elemMatch: { b: 2 } }, c: { $slice: -1 } },
+    { _id: 1, c: [3], a: [{ b: 2 }] },
+  ],
+  [
+    '$elemMatch with $exists and $type',
+    { _id: 1, a: [{ b: 'x' }, { b: 2 }] },
+    { a: { $elemMatch: { b: { $exists: true, $type: 'number' } } } },
+    { _id: 1, a: [{ b: 2 }] },
+  ],
+  [
+    '$elemMatch with $in, $nin and $mod',
+    { _id: 1, a: [{ b: 4 }, { b: 7 }, { b: 9 }] },
+    { a: { $elemMatch: { b: { $in: [7, 9], $nin: [7], $mod: [3, 0] } } } },
+    { _id: 1, a: [{ b: 9 }] },
+  ],
+  [
+    '$elemMatch with $size and $all',
+    { _id: 1, a: [{ t: ['x'] }, { t: ['x', 'y'] }] },
+    { a: { $elemMatch: { t: { $size: 2, $all: ['x'] } } } },
+    { _id: 1, a: [{ t: ['x', 'y'] }] },
+  ],
+  [
+    '$elemMatch compares strings by code point',
+    { _id: 1, a: ['\uffff', '\u{1F600}'] },
+    { a: { $elemMatch: { $gt: '\uffff' } } },
+    { _id: 1, a: ['\u{1F600}'] },
+  ],
+  [
+    '$elemMatch compares within a type',
+    { _id: 1, a: ['10', true, 10] },
+    { a: { $elemMatch: { $gt: 5 } } },
+    { _id: 1, a: [10] },
+  ],
+);
+
+// The manual's "$ (projection)" collection.
+const STUDENTS: JsonObject[] = [
+  { _id: 1, semester: 1, grades: [70, 87, 90] },
+  { _id: 2, semester: 1, grades: [90, 88, 92] },
+  { _id: 3, semester: 1, grades: [85, 100, 90] },
+];
+const GRADES_7: JsonObject = {
+  _id: 7,
+  semester: 3,
+  grades: [
+    { grade: 80, mean: 75, std: 8 },
+    { grade: 85, mean: 90, std: 5 },
+    { grade: 90, mean: 85, std: 3 },
+  ],
+};
+const GRADES_8: JsonObject = {
+  _id: 8,
+  semester: 3,
+  grades: [
+    { grade: 92, mean: 88, std: 8 },
+    { grade: 78, mean: 90, std: 5 },
+    { grade: 88, mean: 85, std: 3 },
+  ],
+};
+
+type PositionalCase = [
+  name: string,
+  doc: JsonObject,
+  query: JsonObject,
+  fields: unknown,
+  expected: JsonObject,
+];
+
+const positionalCases: PositionalCase[] = [
+  ...STUDENTS.map(
+    (doc, i): PositionalCase => [
+      `the first grade >= 85 (student ${i + 1})`,
+      doc,
+      { semester: 1, grades: { $gte: 85 } },
+      { 'grades.$': 1 },
+      { _id: doc._id as number, grades: [[87], [90], [85]][i] as Json[] },
+    ],
+  ),
+  [
+    "a condition on the elements' field",
+    GRADES_7,
+    { 'grades.mean': { $gt: 70 } },
+    { 'grades.$': 1 },
+    { _id: 7, grades: [{ grade: 80, mean: 75, std: 8 }] },
+  ],
+  [
+    'an $elemMatch query',
+    GRADES_8,
+    { grades: { $elemMatch: { mean: { $gt: 70 }, grade: { $gt: 90 } } } },
+    { 'grades.$': 1 },
+    { _id: 8, grades: [{ grade: 92, mean: 88, std: 8 }] },
+  ],
+  [
+    'an $elemMatch query, later element',
+    GRADES_7,
+    { grades: { $elemMatch: { mean: { $gt: 80 }, grade: { $gt: 85 } } } },
+    { 'grades.$': 1 },
+    { _id: 7, grades: [{ grade: 90, mean: 85, std: 3 }] },
+  ],
+  [
+    'with other inclusions, in document order',
+    GRADES_7,
+    { 'grades.grade': 85 },
+    { semester: 1, 'grades.$': true },
+    { _id: 7, semester: 3, grades: [{ grade: 85, mean: 90, std: 5 }] },
+  ],
+  [
+    'with _id excluded',
+    STUDENTS[0] as JsonObject,
+    { grades: 90 },
+    { _id: 0, 'grades.$': 1 },
+    { grades: [90] },
+  ],
+  [
+    'inside $and',
+    STUDENTS[0] as JsonObject,
+    { $and: [{ semester: 1 }, { grades: { $lt: 80 } }] },
+    { 'grades.$': 1 },
+    { _id: 1, grades: [70] },
+  ],
+  [
+    '$in',
+    STUDENTS[1] as JsonObject,
+    { grades: { $in: [92, 88] } },
+    { 'grades.$': 1 },
+    { _id: 2, grades: [88] },
+  ],
+  [
+    'several conditions on the array: the last one recorded wins (MongoDB: undefined)',
+    STUDENTS[0] as JsonObject,
+    { grades: { $gte: 80, $lt: 90 } },
+    { 'grades.$': 1 },
+    { _id: 1, grades: [70] },
+  ],
+  [
+    'a dotted positional path',
+    {
+      _id: 1,
+      a: {
+        b: [
+          { c: 1, d: 1 },
+          { c: 2, d: 2 },
+        ],
+      },
+    },
+    { 'a.b.c': 2 },
+    { 'a.b.$': 1 },
+    { _id: 1, a: { b: [{ c: 2, d: 2 }] } },
+  ],
+  [
+    'the offset counts scalar elements',
+    { _id: 1, a: [5, { b: 1 }] },
+    { 'a.b': 1 },
+    { 'a.$': 1 },
+    { _id: 1, a: [{ b: 1 }] },
+  ],
+  [
+    'with $slice on another field',
+    { _id: 1, a: [1, 2], b: [1, 2, 3] },
+    { a: 2 },
+    { 'a.$': 1, b: { $slice: 1 } },
+    { _id: 1, a: [2], b: [1] },
+  ],
+];
+
+describe('applyProjection', () => {
+  it.each(positionalCases)('positional $: %s', (_name, doc, query, fields, expected) => {
+    const input = deepFreeze(structuredClone(doc));
+    const result = project(input, fields, query);
+    expect(result).toStrictEqual(expected);
+    expect(JSON.stringify(result)).toBe(JSON.stringify(expected));
+    expect(input).toStrictEqual(doc);
+  });
+
+  it.each([
+    ['a query that matches the whole array', { grades: [70, 87, 90] }],
+    ['$size', { grades: { $size: 3 } }],
+    ['$ne', { grades: { $ne: 1 } }],
+    ['$or', { $or: [{ grades: 70 }, { semester: 1 }] }],
+    ['$nor', { $nor: [{ grades: 1 }] }],
+  ])('positional $ without a recorded element (%s) is a QueryError', (_name, query) => {
+    const projection = parseProjection({ 'grades.$': 1 }, parseFilter(query));
+    expect(() => applyProjection(STUDENTS[0] as JsonObject, projection)).toThrow(
+      /positional projection 'grades\.\$' found no array element the query matched/,
+    );
+  });
+
+  it('refuses $regex in an $elemMatch projection or a positional query when it is applied', () => {
+    const elemMatch = parseProjection({ a: { $elemMatch: { b: { $regex: 'x' } } } });
+    expect(() => applyProjection({ a: [{ b: 'x' }] }, elemMatch)).toThrow(QueryError);
+    expect(() => applyProjection({ a: [{ b: 'x' }] }, elemMatch)).toThrow(/\$regex is not supported/);
+    const positional = parseProjection({ 'a.$': 1 }, parseFilter({ a: { $regex: 'x' } }));
+    expect(() => applyProjection({ a: ['x'] }, positional)).toThrow(/\$regex is not supported/);
+  });
+});
+
 describe('applyProjection', () => {
   it.each(cases)('%s', (_name, doc, fields, expected) => {
     const input = deepFreeze(structuredClone(doc));
@@ -346,14 +688,11 @@ const errors: ErrorCase[] = [
 
   // Unsupported operators and $-paths.
   [
-    '$elemMatch',
-    { a: { $elemMatch: { b: 1 } } },
-    /projection operator \$elemMatch \(at path a\) is not supported/,
+    '$meta',
+    { score: { $meta: 'textScore' } },
+    /\$meta \(at path score\) is not supported; only \$slice and \$elemMatch are/,
   ],
-  ['$meta', { score: { $meta: 'textScore' } }, /\$meta \(at path score\) is not supported/],
   ['an unknown operator', { a: { $foo: 1 } }, /\$foo .*not supported/],
-  ['a positional path', { 'a.$': 1 }, /positional projection operator in 'a\.\$' is not supported/],
-  ['a positional path mid-way', { 'a.$.b': 1 }, /positional .*'a\.\$\.b'/],
   ['a top-level $ key', { $a: 1 }, /'\$a' has a segment starting with '\$' \('\$a'\).*not supported/],
   ['a $ segment', { 'a.$b': 0 }, /'a\.\$b' .*\('\$b'\)/],
   ['a $ key in a sub-projection', { a: { b: 1, $c: 1 } }, /projection of a must be either one operator or/],
@@ -392,11 +731,124 @@ const errors: ErrorCase[] = [
     /limit must be positive, got -1 \(at path x\.y\)/,
   ],
   ['$slice with a limit truncating to 0', { a: { $slice: [0, 0.5] } }, /limit must be positive, got 0/],
+  [
+    '$slice on a positional path (MongoDB 4.4+)',
+    { 'instock.$': { $slice: 1 } },
+    /positional projection instock\.\$: an object.*cannot be combined/,
+  ],
+
+  // $elemMatch (manual: "$elemMatch (projection)").
+  [
+    '$elemMatch with a number',
+    { a: { $elemMatch: 1 } },
+    /\$elemMatch \(projection\) needs an object.*a number \(at path a\)/,
+  ],
+  ['$elemMatch with an array', { a: { $elemMatch: [1] } }, /needs an object.*an array/],
+  [
+    '$elemMatch on a dotted path',
+    { 'a.b': { $elemMatch: { c: 1 } } },
+    /Cannot use \$elemMatch projection on a nested field \(at path a\.b\)/,
+  ],
+  ['$elemMatch in a sub-projection', { a: { b: { $elemMatch: { c: 1 } } } }, /nested field \(at path a\.b\)/],
+  [
+    '$elemMatch after an exclusion',
+    { b: 0, a: { $elemMatch: { c: 1 } } },
+    /Cannot do inclusion on field a in exclusion projection/,
+  ],
+  [
+    'an exclusion after $elemMatch',
+    { a: { $elemMatch: { c: 1 } }, b: 0 },
+    /Cannot do exclusion on field b in inclusion projection/,
+  ],
+  [
+    '$elemMatch with an unknown operator',
+    { a: { $elemMatch: { c: { $foo: 1 } } } },
+    /Unknown query operator '\$foo' on 'c'/,
+  ],
+  ['$elemMatch and $slice on one field', { a: { $elemMatch: { c: 1 }, $slice: 1 } }, /either one operator/],
+  ['$elemMatch twice on one field', { a: { $elemMatch: { c: 1 } }, 'a.b': 1 }, /Path collision at a\.b/],
+];
+
+/** Refused because of the query the positional projection is read with. */
+const positionalErrors: [name: string, fields: unknown, query: JsonObject, message: RegExp][] = [
+  ['$slice and a positional on one path', { 'a.$': 1, a: { $slice: 1 } }, { a: 1 }, /Path collision at a/],
+  ['no query', { 'grades.$': 1 }, {}, /Positional projection 'grades\.\$' does not match the query document/],
+  [
+    'a query on another field',
+    { 'grades.$': 1 },
+    { semester: 1 },
+    /does not match the query document: .*'grades'/,
+  ],
+  [
+    'a query on a field sharing a prefix',
+    { 'grades.$': 1 },
+    { gradesX: 1 },
+    /does not match the query document/,
+  ],
+  [
+    'exclusion with the positional operator',
+    { 'grades.$': 0 },
+    { grades: 1 },
+    /Cannot exclude array elements with the positional operator \(at grades\.\$\)/,
+  ],
+  [
+    'two positional projections',
+    { 'a.$': 1, 'b.$': 1 },
+    { a: 1, b: 1 },
+    /more than one positional projection per query \(a\.\$ and b\.\$\)/,
+  ],
+  [
+    '$ twice in one path',
+    { 'a.$.b.$': 1 },
+    { a: 1 },
+    /'a\.\$\.b\.\$' contains the positional operator more than once/,
+  ],
+  [
+    '$ in the middle of a path',
+    { 'a.$.b': 1 },
+    { a: 1 },
+    /'a\.\$\.b': the positional operator may only be used at the end/,
+  ],
+  ['a lone $', { $: 1 }, {}, /needs an array field before/],
+  [
+    'positional and $elemMatch',
+    { 'a.$': 1, b: { $elemMatch: { c: 1 } } },
+    { a: 1 },
+    /Cannot specify positional operator and \$elemMatch/,
+  ],
+  [
+    '$elemMatch and positional',
+    { b: { $elemMatch: { c: 1 } }, 'a.$': 1 },
+    { a: 1 },
+    /Cannot specify positional operator and \$elemMatch/,
+  ],
+  [
+    'positional in an exclusion',
+    { b: 0, 'a.$': 1 },
+    { a: 1 },
+    /Cannot do inclusion on field a\.\$ in exclusion projection/,
+  ],
+  [
+    'an exclusion after a positional',
+    { 'a.$': 1, b: 0 },
+    { a: 1 },
+    /Cannot do exclusion on field b in inclusion projection/,
+  ],
+  [
+    'positional with an operator',
+    { 'a.$': { $elemMatch: { b: 1 } } },
+    { a: 1 },
+    /positional projection a\.\$: an object/,
+  ],
 ];
 
 describe('parseProjection errors', () => {
   it.each(errors)('rejects %s', (_name, fields, message) => {
     expect(parseError(fields).message).toMatch(message);
+  });
+
+  it.each(positionalErrors)('rejects a positional projection: %s', (_name, fields, query, message) => {
+    expect(parseError(fields, query).message).toMatch(message);
   });
 
   it('accepts exactly the maximum number of fields', () => {

@@ -1,4 +1,5 @@
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
+import { describeValue } from './json.js';
 import { type FieldPath, parsePath } from './path.js';
 import { translateRegex } from './regex.js';
 
@@ -22,9 +23,12 @@ export type Cond =
   | { op: 'elemMatchValue'; cond: Cond }
   | { op: 'regex'; pattern: string; flags: string }
   | { op: 'mod'; divisor: number; remainder: number }
+  | { op: 'bits'; test: BitTest; positions: number[] }
   | { op: 'not'; cond: Cond }
   | { op: 'and'; conds: Cond[] }
   | { op: 'none' };
+
+export type BitTest = 'allSet' | 'anySet' | 'allClear' | 'anyClear';
 
 export type TypeName =
   | 'double'
@@ -81,6 +85,10 @@ export const SUPPORTED_QUERY_OPERATORS = [
   '$regex',
   '$options',
   '$mod',
+  '$bitsAllSet',
+  '$bitsAnySet',
+  '$bitsAllClear',
+  '$bitsAnyClear',
   '$comment',
 ];
 
@@ -191,6 +199,50 @@ function arrayOperand(path: FieldPath, op: string, arg: Json): Json[] {
   return arg;
 }
 
+const BIT_TESTS: Record<'$bitsAllSet' | '$bitsAnySet' | '$bitsAllClear' | '$bitsAnyClear', BitTest> = {
+  $bitsAllSet: 'allSet',
+  $bitsAnySet: 'anySet',
+  $bitsAllClear: 'allClear',
+  $bitsAnyClear: 'anyClear',
+};
+
+/** Our bound on a bit position (MongoDB takes 64-bit ones): every one past 63 tests the sign bit. */
+const MAX_BIT_POSITION = 2147483647;
+/** Bits 63 and up of a 64-bit integer all equal its sign bit (MongoDB sign-extends). */
+const SIGN_BIT = 63;
+
+/**
+ * The bit positions a bitmask or position list names, distinct, with those past the sign bit
+ * folded onto it. A bitmask is exact: the request parser refuses integers a double cannot hold.
+ */
+function bitPositions(path: FieldPath, op: string, arg: Json): number[] {
+  let positions: number[];
+  if (typeof arg === 'number') {
+    if (!Number.isInteger(arg) || arg < 0 || arg >= 2 ** 63)
+      throw new QueryError(
+        `${op} on '${path.text}' needs a bitmask that is a non-negative 64-bit integer, not ${arg}.`,
+      );
+    positions = [];
+    for (let bit = 0, rest = arg; rest > 0; bit++, rest = Math.floor(rest / 2))
+      if (rest % 2 === 1) positions.push(bit);
+  } else if (Array.isArray(arg)) {
+    if (arg.length > MAX_IN_VALUES)
+      throw new QueryError(`${op} on '${path.text}' has more than ${MAX_IN_VALUES} bit positions.`);
+    positions = arg.map((p) => {
+      if (typeof p !== 'number' || !Number.isInteger(p) || p < 0 || p > MAX_BIT_POSITION)
+        throw new QueryError(
+          `${op} on '${path.text}': bit positions must be integers from 0 to ${MAX_BIT_POSITION}, not ${typeof p === 'number' ? p : describeValue(p)}.`,
+        );
+      return Math.min(p, SIGN_BIT);
+    });
+  } else {
+    throw new QueryError(
+      `${op} on '${path.text}' takes a non-negative integer bitmask or an array of bit positions${isPlainObject(arg) ? ' (BinData bitmasks have no JSON form here)' : ''}, not ${describeValue(arg)}.`,
+    );
+  }
+  return [...new Set(positions)].sort((a, b) => a - b);
+}
+
 function parseOperator(
   path: FieldPath,
   op: string,
@@ -271,6 +323,11 @@ function parseOperator(
       if (divisor === 0) throw new QueryError(`$mod on '${path.text}': the divisor must not be 0.`);
       return { op: 'mod', divisor, remainder: Math.trunc(arg[1] as number) };
     }
+    case '$bitsAllSet':
+    case '$bitsAnySet':
+    case '$bitsAllClear':
+    case '$bitsAnyClear':
+      return { op: 'bits', test: BIT_TESTS[op], positions: bitPositions(path, op, arg) };
     case '$not': {
       if (!isOperatorObject(arg))
         throw new QueryError(`$not on '${path.text}' needs an object of operators, such as {"$gt": 5}.`);

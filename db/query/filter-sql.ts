@@ -378,7 +378,38 @@ export class JsonpathCompiler {
           each(n, (x) => `${x}.type() == "number" && (${x} - ${x} % 1) % ${d} == ${r}`),
         );
       }
+      case 'bits':
+        return anyOf(walks, (n) => each(n, (x) => this.bitTest(x, cond)));
     }
+  }
+
+  /**
+   * MongoDB tests the bits of numbers that are 64-bit integers, negative ones in two's complement.
+   * jsonpath has no bitwise operators, but its arithmetic is exact numeric: bit k of x is set when
+   * x mod 2^(k+1), moved into [0, 2^(k+1)), is at least 2^k. A remainder takes the sign of x, so
+   * for a negative x that is a remainder in [-2^k, 0). Bit 63 (and all above it) is the sign.
+   * Numbers beyond 2^53 in size are stored as the shortest decimal that reads back as their
+   * double, whose low bits are not the double's: they are not tested, rather than tested wrongly.
+   */
+  private bitTest(x: string, cond: Cond & { op: 'bits' }): string {
+    const limit = this.pow2(53);
+    const parts = cond.positions.map((k) => {
+      if (k >= 63) return cond.test.endsWith('Set') ? `${x} < 0` : `${x} >= 0`;
+      const half = this.pow2(k);
+      const r = `(${x} % ${this.pow2(k + 1)})`;
+      return cond.test.endsWith('Set')
+        ? `(${r} >= ${half} || (${r} < 0 && ${r} >= -${half}))`
+        : `((${r} >= 0 && ${r} < ${half}) || ${r} < -${half})`;
+    });
+    const all = cond.test.startsWith('all');
+    const combined =
+      parts.length === 0 ? (all ? '(1 == 1)' : FALSE) : `(${parts.join(all ? ' && ' : ' || ')})`;
+    return `${x}.type() == "number" && ${x} == ${x}.floor() && ${x} >= -${limit} && ${x} <= ${limit} && ${combined}`;
+  }
+
+  /** 2^k as jsonpath: JSON numbers print powers above 2^53 inexactly, so those are a product. */
+  private pow2(k: number): string {
+    return k <= 52 ? this.vars.add(2 ** k) : `(${this.vars.add(2 ** 52)} * ${this.vars.add(2 ** (k - 52))})`;
   }
 
   private inValues(root: string, segments: string[], walks: Nav[], values: Json[]): string {

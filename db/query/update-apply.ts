@@ -2,7 +2,7 @@
 import { type Json, type JsonObject, QueryError } from './errors.js';
 import { cloneJson, describeValue, getOwn, idFirst, setOwn } from './json.js';
 import { pullMatches, sortElements } from './update-array-elements.js';
-import { isIndex, type ParsedUpdate, type UpdateOp, type UpdatePath } from './update-parse.js';
+import { type BitOp, isIndex, type ParsedUpdate, type UpdateOp, type UpdatePath } from './update-parse.js';
 import { bsonCompare, jsonEqual, preview } from './update-values.js';
 
 /** MongoDB's limit on the nulls one update may add to pad an array up to an index. */
@@ -114,7 +114,33 @@ function applyOp(t: Target, op: UpdateOp, now: Date): void {
     case '$rename':
       rename(t, op.to);
       break;
+    case '$bit':
+      write(t, (cur) => bitwise(t, cur === undefined ? 0 : cur, op.ops));
+      break;
   }
+}
+
+/**
+ * In 64-bit two's complement, as MongoDB computes. JSON numbers are doubles: a field counts as an
+ * integer when it holds a 64-bit one, and a result a double cannot hold exactly is refused rather
+ * than rounded.
+ */
+function bitwise(t: Target, cur: Json, ops: BitOp[]): number {
+  if (typeof cur !== 'number' || !Number.isInteger(cur) || cur < -(2 ** 63) || cur >= 2 ** 63)
+    throw new QueryError(
+      `Cannot apply $bit to a value of non-integral type: field '${t.path.text}'${ofDocument(t)} is ${typeof cur === 'number' ? `the number ${cur}, not a 64-bit integer` : describeValue(cur)}.`,
+    );
+  let value = BigInt(cur);
+  for (const { kind, operand } of ops) {
+    const b = BigInt(operand);
+    value = BigInt.asIntN(64, kind === 'and' ? value & b : kind === 'or' ? value | b : value ^ b);
+  }
+  const result = Number(value);
+  if (BigInt(result) !== value)
+    throw new QueryError(
+      `$bit on '${t.path.text}'${ofDocument(t)} would give ${value}, an integer a JSON number (a double) cannot hold exactly.`,
+    );
+  return result;
 }
 
 function improves(op: '$min' | '$max', value: Json, cur: Json): boolean {

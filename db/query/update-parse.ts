@@ -42,7 +42,14 @@ export type UpdateOp =
   | { op: '$addToSet'; path: UpdatePath; each: Json[] }
   | { op: '$pull'; path: UpdatePath; match: PullMatcher }
   | { op: '$pullAll'; path: UpdatePath; values: Json[] }
-  | { op: '$pop'; path: UpdatePath; end: 1 | -1 };
+  | { op: '$pop'; path: UpdatePath; end: 1 | -1 }
+  | { op: '$bit'; path: UpdatePath; ops: BitOp[] };
+
+/** One operation of a $bit, applied in the order written. */
+export interface BitOp {
+  kind: 'and' | 'or' | 'xor';
+  operand: number;
+}
 
 export type ParsedUpdate = { kind: 'replacement'; doc: JsonObject } | { kind: 'operators'; ops: UpdateOp[] };
 
@@ -61,6 +68,7 @@ export const SUPPORTED_UPDATE_OPERATORS = [
   '$pull',
   '$pullAll',
   '$pop',
+  '$bit',
 ] as const;
 type OperatorName = (typeof SUPPORTED_UPDATE_OPERATORS)[number];
 
@@ -151,6 +159,8 @@ function parseOp(op: OperatorName, path: UpdatePath, arg: Json): UpdateOp {
       return { op, path, values: pullAllValues(path, arg) };
     case '$pop':
       return { op, path, end: popEnd(path, arg) };
+    case '$bit':
+      return { op, path, ops: bitOps(path, arg) };
   }
 }
 
@@ -328,6 +338,37 @@ function pullAllValues(path: UpdatePath, arg: Json): Json[] {
 function popEnd(path: UpdatePath, arg: Json): 1 | -1 {
   if (arg === 1 || arg === -1) return arg;
   throw new QueryError(`$pop on '${path.text}' expects 1 or -1, found: ${preview(arg)}.`);
+}
+
+/**
+ * MongoDB's form, {and|or|xor: <integer>, ...}, each applied in turn. An operand is exact: the
+ * request parser refuses integers a double cannot hold.
+ */
+function bitOps(path: UpdatePath, arg: Json): BitOp[] {
+  if (!isPlainObject(arg))
+    throw new QueryError(
+      `The $bit modifier is not compatible with ${describeValue(arg)} (on '${path.text}'). You must pass in an embedded document: {$bit: {field: {and/or/xor: #}}}.`,
+    );
+  const entries = Object.entries(arg);
+  if (entries.length === 0)
+    throw new QueryError(
+      `You must pass in at least one bitwise operation (on '${path.text}'). The format is: {$bit: {field: {and/or/xor: #}}}.`,
+    );
+  return entries.map(([kind, operand]) => {
+    if (kind !== 'and' && kind !== 'or' && kind !== 'xor')
+      throw new QueryError(
+        `The $bit modifier only supports 'and', 'or', and 'xor', not '${kind}' which is an unknown operator (on '${path.text}').`,
+      );
+    if (typeof operand !== 'number' || !Number.isInteger(operand))
+      throw new QueryError(
+        `The $bit modifier field must be an integer; ${preview(operand)} is not supported here: {${kind}: ${preview(operand)}} (on '${path.text}').`,
+      );
+    if (operand < -(2 ** 63) || operand >= 2 ** 63)
+      throw new QueryError(
+        `The $bit operand {${kind}: ${operand}} on '${path.text}' is not a 64-bit integer.`,
+      );
+    return { kind, operand };
+  });
 }
 
 interface Claim {

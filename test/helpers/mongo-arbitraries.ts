@@ -252,6 +252,16 @@ const badOperatorArb: fc.Arbitrary<JsonObject> = fc.oneof(
     { $mod: [1, 'a'] },
     { $mod: [1e308, 1] },
     { $mod: [2, 1e21] },
+    { $bitsAllSet: -1 },
+    { $bitsAnySet: 1.5 },
+    { $bitsAllClear: 2 ** 63 },
+    { $bitsAnyClear: 1e21 },
+    { $bitsAllSet: [-1] },
+    { $bitsAnySet: [2 ** 31] },
+    { $bitsAllClear: ['1'] },
+    { $bitsAnyClear: '5' },
+    { $bitsAllSet: null },
+    { $bitsAnySet: { $binary: { base64: 'AQ==', subType: '00' } } },
     { $size: 2147483648 },
     { $size: 1e21 },
     { $in: 5 },
@@ -367,6 +377,18 @@ export const filterArbs = fc.letrec<{ query: JsonObject; cond: Json; ops: JsonOb
           arbitrary: fc
             .tuple(fc.constantFrom(1, 2, 3, -2, 2.5), fc.constantFrom(0, 1, -1, 1.5))
             .map(([d, r]) => ({ $mod: [d, r] })),
+        },
+        {
+          weight: 2,
+          arbitrary: fc
+            .tuple(
+              fc.constantFrom('$bitsAllSet', '$bitsAnySet', '$bitsAllClear', '$bitsAnyClear'),
+              fc.oneof(
+                fc.constantFrom<Json>(0, 1, 5, 35, 2 ** 31, Number.MAX_SAFE_INTEGER, 2 ** 62 + 2 ** 10),
+                fc.array(fc.constantFrom(0, 1, 5, 52, 62, 63, 64, 200, 2 ** 31 - 1), { maxLength: 4 }),
+              ),
+            )
+            .map(([op, mask]) => ({ [op]: mask })),
         },
         { weight: 2, arbitrary: tie('ops').map((o) => ({ $not: o })) },
         { weight: 2, arbitrary: badOperatorArb },
@@ -597,6 +619,24 @@ const UPDATE_OPERATORS: OpArgs[] = [
   [
     '$pop',
     fc.oneof({ weight: 8, arbitrary: fc.constantFrom<Json>(1, -1) }, fc.constantFrom<Json>(0, 2, 'a')),
+  ],
+  [
+    '$bit',
+    fc.oneof(
+      {
+        weight: 8,
+        arbitrary: fc
+          .array(
+            fc.tuple(
+              fc.constantFrom('and', 'or', 'xor'),
+              fc.constantFrom(0, 1, 5, -1, -6, 2 ** 52, Number.MAX_SAFE_INTEGER, 2 ** 60, -(2 ** 63)),
+            ),
+            { minLength: 1, maxLength: 3 },
+          )
+          .map((ops): Json => Object.fromEntries(ops)),
+      },
+      fc.constantFrom<Json>({}, 5, { not: 1 }, { and: 1.5 }, { or: '1' }, { xor: 2 ** 63 }, { and: null }),
+    ),
   ],
 ];
 

@@ -382,6 +382,46 @@ const KNOWN_MINGO_DEVIATIONS: Deviation[] = [
     },
   },
   {
+    name: 'bits-non-integer',
+    reason:
+      "$bitsAllSet/$bitsAnySet/$bitsAllClear/$bitsAnyClear: MongoDB tests 64-bit integers only; mingo applies JS's 32-bit & to any value ('' & 1 is 0, so a string is all clear; 2.5 is read as 2).",
+    excludedBy: 'generator',
+    leaf: (l) => l.op.startsWith('$bits') && !l.spec.intsOnly,
+    example: {
+      docs: [
+        { _id: 1, a: '' },
+        { _id: 2, a: 2.5 },
+        { _id: 3, a: 4 },
+      ],
+      query: { a: { $bitsAllClear: 1 } },
+      mongo: [3],
+    },
+  },
+  {
+    name: 'bits-on-missing',
+    reason:
+      "A bit test on a missing field: MongoDB's never matches; mingo's reads it as 0 (undefined & mask is 0), so $bitsAllClear, $bitsAnyClear and $bitsAllSet with no bits match.",
+    excludedBy: 'generator',
+    // An $elemMatch element is never missing.
+    leaf: (l) =>
+      !l.spec.path.endsWith('<element>') &&
+      (['$bitsAllClear', '$bitsAnyClear'].includes(l.op) ||
+        (l.op === '$bitsAllSet' && (l.arg === 0 || (Array.isArray(l.arg) && l.arg.length === 0)))),
+    example: {
+      docs: [{ _id: 1 }, { _id: 2, n: 1 }],
+      query: { n: { $not: { $bitsAllClear: 1 } } },
+      mongo: [1, 2],
+    },
+  },
+  {
+    name: 'bits-on-arrays',
+    reason:
+      'A bit test on a field holding an array: MongoDB tests each element (as for every comparison); mingo tests the array itself, which `&` reads as 0.',
+    excludedBy: 'generator',
+    leaf: (l) => l.op.startsWith('$bits') && !!l.spec.leafArray,
+    example: { docs: [{ _id: 1, n: [2, 3] }], query: { n: { $bitsAllSet: 1 } }, mongo: [1] },
+  },
+  {
     name: 'elemmatch-query-on-non-documents',
     reason:
       'Query-form $elemMatch over non-document elements: mingo matches scalars as if every path led to them; MongoDB skips scalars and reads nested arrays as documents.',
@@ -634,6 +674,22 @@ function operatorArbs(spec: PathSpec, ctx: Ctx, depth: number): fc.WeightedArbit
     ops.push({
       weight: 2,
       arbitrary: one('$mod', fc.tuple(fc.constantFrom(2, 3, -2), fc.constantFrom(-1, 0, 1))),
+    });
+  // Bit tests: only on integers (bits-non-integer), not on arrays (bits-on-arrays), so on the
+  // elements in $elemMatch, which are never missing (bits-on-missing); below bit 31, where mingo's
+  // 32-bit `&` and MongoDB's 64-bit one agree.
+  if (spec.intsOnly && !spec.leafArray)
+    ops.push({
+      weight: 2,
+      arbitrary: fc
+        .tuple(
+          fc.constantFrom('$bitsAllSet', '$bitsAnySet', '$bitsAllClear', '$bitsAnyClear'),
+          fc.oneof(
+            fc.integer({ min: 0, max: 15 }),
+            fc.uniqueArray(fc.integer({ min: 0, max: 4 }), { maxLength: 3 }),
+          ),
+        )
+        .map(([op, mask]): Entries => [[op, mask]]),
     });
   if (depth > 0) {
     ops.push({ weight: 2, arbitrary: one('$not', operatorsArb(spec, ctx, depth - 1)) });

@@ -376,3 +376,55 @@ describe('integers a double cannot hold exactly are a 400 naming where they are'
     expect(await col.ids({ query: { n: 9007199254740991, p: 2 ** 60 } })).toEqual([1]);
   });
 });
+
+describe('$bit (the manual: and, or, xor on the switches collection)', () => {
+  it('updates each document as the manual shows, creating a missing field from 0', async () => {
+    const col = await freshCollection(t);
+    await col.insert([{ _id: 1, expdata: 13 }, { _id: 2, expdata: 3 }, { _id: 3, expdata: 1 }, { _id: 4 }]);
+    for (const [id, op] of [
+      [1, { and: 10 }],
+      [2, { or: 5 }],
+      [3, { xor: 5 }],
+      [4, { or: 6, and: 3 }],
+    ] as const) {
+      const res = await col.call('update', { query: { _id: id }, doc: { $bit: { expdata: op } } });
+      expect(res.status, res.text).toBe(200);
+      expect(res.body.result).toEqual({ matchedCount: 1, modifiedCount: 1 });
+    }
+    expect(await col.read({ sort: { _id: 1 } })).toEqual([
+      { _id: 1, expdata: 8 },
+      { _id: 2, expdata: 7 },
+      { _id: 3, expdata: 4 },
+      { _id: 4, expdata: 2 },
+    ]);
+  });
+
+  it.each([
+    [
+      { expdata: '13' },
+      /Cannot apply \$bit to a value of non-integral type: field 'expdata' of document with _id 2 is a string/,
+    ],
+    [
+      { expdata: 1.5 },
+      /Cannot apply \$bit to a value of non-integral type: field 'expdata' of document with _id 2 is the number 1\.5/,
+    ],
+    [
+      { expdata: 2 ** 60 },
+      /would give 1152921504606846977, an integer a JSON number \(a double\) cannot hold exactly/,
+    ],
+  ])('on %j is a 400, and nothing is written', async (doc, message) => {
+    const col = await freshCollection(t);
+    await col.insert([
+      { _id: 1, expdata: 2 },
+      { _id: 2, ...doc },
+    ]);
+    const res = await col.call('update', { query: {}, doc: { $bit: { expdata: { or: 1 } } } });
+    expect(res.status, res.text).toBe(400);
+    expect(res.body.code).toBe('INVALID_QUERY');
+    expect(res.body.detail).toMatch(message);
+    expect(await col.read({ sort: { _id: 1 } })).toEqual([
+      { _id: 1, expdata: 2 },
+      { _id: 2, ...doc },
+    ]);
+  });
+});

@@ -497,6 +497,106 @@ export const filterCases: FilterCase[] = [
     query: { n: { $mod: [4, -1] } },
     ids: [1],
   },
+  // $bitsAllSet, $bitsAnySet, $bitsAllClear, $bitsAnyClear: the manual's examples (54 = 110110,
+  // 20 = 10100), then the traps
+  ...(
+    [
+      ['$bitsAllSet', [1, 5], [1]],
+      ['$bitsAllSet', 50, [1]],
+      ['$bitsAnySet', [1, 5], [1]],
+      ['$bitsAnySet', 35, [1]],
+      ['$bitsAllClear', [1, 5], [2, 3]],
+      ['$bitsAllClear', 35, [2, 3]],
+      ['$bitsAnyClear', [1, 5], [2, 3]],
+      ['$bitsAnyClear', 35, [1, 2, 3]],
+    ] as const
+  ).map(
+    ([op, mask, ids]): FilterCase => ({
+      name: `${op} ${JSON.stringify(mask)} (the manual's example)`,
+      docs: [d(1, { a: 54 }), d(2, { a: 20 }), d(3, { a: 20.0 })],
+      query: { a: { [op]: mask } },
+      ids: [...ids],
+    }),
+  ),
+  {
+    name: 'bit tests never match non-numbers, not even $bitsAllClear',
+    docs: [
+      d(1, { a: '0' }),
+      d(2, { a: null }),
+      d(3, { a: false }),
+      d(4, {}),
+      d(5, { a: {} }),
+      d(6, { a: 0 }),
+    ],
+    query: { a: { $bitsAllClear: 1 } },
+    ids: [6],
+  },
+  {
+    name: 'bit tests skip numbers with a fraction',
+    docs: [d(1, { a: 3.5 }), d(2, { a: 3 }), d(3, { a: -0.5 })],
+    query: { a: { $bitsAnyClear: [2] } },
+    ids: [2],
+  },
+  {
+    name: 'bit tests skip numbers beyond 64-bit integers',
+    docs: [d(1, { a: 1e19 }), d(2, { a: -1e19 }), d(3, { a: 2 ** 53 }), d(4, { a: -(2 ** 53) })],
+    query: { a: { $bitsAllClear: [0] } },
+    ids: [3, 4],
+  },
+  {
+    name: 'negative numbers are two’s complement, sign-extended past bit 63',
+    docs: [d(1, { a: -5 }), d(2, { a: 5 }), d(3, { a: -1 })],
+    query: { a: { $bitsAllSet: [0, 3, 63, 200] } },
+    ids: [1, 3],
+  },
+  {
+    name: 'a positive number has every bit above 52 clear',
+    docs: [d(1, { a: 5 }), d(2, { a: -5 })],
+    query: { a: { $bitsAnySet: [53, 62, 63, 200] } },
+    ids: [2],
+  },
+  {
+    name: 'bit 2 of -5 (…11011) is clear',
+    docs: [d(1, { a: -5 }), d(2, { a: -1 }), d(3, { a: -6 })],
+    query: { a: { $bitsAnyClear: [1, 2] } },
+    ids: [1, 3],
+  },
+  {
+    name: 'an empty bitmask: all of no bits are set (or clear), none is any',
+    docs: [d(1, { a: 7 }), d(2, { a: 'x' }), d(3, { b: 1 })],
+    query: { $or: [{ a: { $bitsAllSet: 0 } }, { a: { $bitsAnySet: [] } }, { b: { $bitsAnyClear: 0 } }] },
+    ids: [1],
+  },
+  {
+    name: 'bit tests traverse arrays: some element passes',
+    docs: [d(1, { a: [20, 54] }), d(2, { a: [20, 'x'] }), d(3, { a: [[54]] }), d(4, { a: [] })],
+    query: { a: { $bitsAllSet: [1, 5] } },
+    ids: [1],
+  },
+  {
+    name: 'bit tests through an array of documents',
+    docs: [d(1, { a: [{ b: 1 }, { b: 2 }] }), d(2, { a: [{ b: 1 }] })],
+    query: { 'a.b': { $bitsAnySet: 2 } },
+    ids: [1],
+  },
+  {
+    name: '$not of a bit test matches non-numbers and missing fields',
+    docs: [d(1, { a: 1 }), d(2, { a: 2 }), d(3, { a: 'x' }), d(4, {})],
+    query: { a: { $not: { $bitsAllSet: 1 } } },
+    ids: [2, 3, 4],
+  },
+  {
+    name: 'a bit test in $elemMatch, with a range',
+    docs: [d(1, { a: [3, 12] }), d(2, { a: [12, 5] })],
+    query: { a: { $elemMatch: { $bitsAllSet: 4, $lt: 10 } } },
+    ids: [2],
+  },
+  {
+    name: 'a bitmask beyond 2^53 (2^62 + 2^10)',
+    docs: [d(1, { a: -1 }), d(2, { a: 2 ** 10 + 1 }), d(3, { a: -512 }), d(4, { a: -1025 })],
+    query: { a: { $bitsAllSet: 2 ** 62 + 2 ** 10 } },
+    ids: [1, 3],
+  },
   // _id
   { name: '_id equality (string)', docs: [d('a'), d('b')], query: { _id: 'b' }, ids: ['b'] },
   {

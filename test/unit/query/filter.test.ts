@@ -38,6 +38,34 @@ describe('parseFilter rejects what MongoDB rejects, naming the operator and the 
     [{ a: { $type: [] } }, /\$type on 'a' needs at least one type/],
     [{ a: { $mod: [0, 1] } }, /\$mod on 'a': the divisor must not be 0/],
     [{ a: { $mod: [2] } }, /\$mod on 'a' needs an array of two numbers/],
+    [
+      { a: { $bitsAllSet: -1 } },
+      /\$bitsAllSet on 'a' needs a bitmask that is a non-negative 64-bit integer, not -1/,
+    ],
+    [
+      { a: { $bitsAnySet: 1.5 } },
+      /\$bitsAnySet on 'a' needs a bitmask that is a non-negative 64-bit integer, not 1\.5/,
+    ],
+    [
+      { a: { $bitsAllClear: 2 ** 63 } },
+      /\$bitsAllClear on 'a' needs a bitmask that is a non-negative 64-bit integer/,
+    ],
+    [{ a: { $bitsAnyClear: [1, -1] } }, /\$bitsAnyClear on 'a': bit positions must be integers .* not -1/],
+    [{ a: { $bitsAllSet: [0.5] } }, /\$bitsAllSet on 'a': bit positions must be integers .* not 0\.5/],
+    [{ a: { $bitsAllSet: ['1'] } }, /\$bitsAllSet on 'a': bit positions must be integers .* not a string/],
+    [
+      { a: { $bitsAllSet: [2 ** 31] } },
+      /\$bitsAllSet on 'a': bit positions must be integers from 0 to 2147483647/,
+    ],
+    [
+      { a: { $bitsAnySet: '5' } },
+      /\$bitsAnySet on 'a' takes a non-negative integer bitmask or an array of bit positions, not a string/,
+    ],
+    [{ a: { $bitsAnySet: null } }, /\$bitsAnySet on 'a' takes .* not null/],
+    [
+      { a: { $bitsAnySet: { $binary: { base64: 'AQ==', subType: '00' } } } },
+      /\$bitsAnySet on 'a' takes .* \(BinData bitmasks have no JSON form here\), not an object/,
+    ],
     [{ a: { $regex: 1 } }, /\$regex on 'a' needs a string/],
     [{ a: { $regex: 'x', $options: 'g' } }, /\$options on 'a' may only hold/],
     [{ a: { $options: 'i' } }, /\$options on 'a' needs a \$regex/],

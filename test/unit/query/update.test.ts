@@ -806,6 +806,41 @@ const applyCases: ApplyCase[] = [
     expected: { a: { b: [1] } },
   },
 
+  // $bit: the manual's examples (13 and 10 is 8, 3 or 5 is 7, 1 xor 5 is 4)
+  { name: '$bit and', doc: { a: 13 }, update: { $bit: { a: { and: 10 } } }, expected: { a: 8 } },
+  { name: '$bit or', doc: { a: 3 }, update: { $bit: { a: { or: 5 } } }, expected: { a: 7 } },
+  { name: '$bit xor', doc: { a: 1 }, update: { $bit: { a: { xor: 5 } } }, expected: { a: 4 } },
+  {
+    name: '$bit applies its operations in the order written',
+    doc: { a: 6, b: 6 },
+    update: { $bit: { a: { and: 3, or: 8 }, b: { or: 8, and: 3 } } },
+    expected: { a: 10, b: 2 },
+  },
+  {
+    name: '$bit creates a missing field from 0',
+    doc: {},
+    update: { $bit: { a: { or: 5 }, 'b.c': { and: 5 }, d: { xor: -1 } } },
+    expected: { a: 5, b: { c: 0 }, d: -1 },
+  },
+  {
+    name: '$bit in two’s complement',
+    doc: { a: -8, b: 5, c: -1 },
+    update: { $bit: { a: { or: 3 }, b: { xor: -1 }, c: { and: 2 ** 52 } } },
+    expected: { a: -5, b: -6, c: 2 ** 52 },
+  },
+  {
+    name: '$bit on an array element and up to 2^53 - 1',
+    doc: { a: [1, 2 ** 52] },
+    update: { $bit: { 'a.0': { or: 2 ** 52 }, 'a.1': { or: 2 ** 52 - 1 } } },
+    expected: { a: [2 ** 52 + 1, 2 ** 53 - 1] },
+  },
+  {
+    name: '$bit on 5.0 (JSON: an integer)',
+    doc: { a: 5.0 },
+    update: { $bit: { a: { and: 4 } } },
+    expected: { a: 4 },
+  },
+
   // replacement
   {
     name: 'a replacement keeps the original _id',
@@ -1042,6 +1077,44 @@ const applyErrorCases: ApplyErrorCase[] = [
     error: /Cannot apply \$pop to a non-array value: field 'a' is a number/,
   },
   {
+    name: '$bit on a string',
+    doc: { _id: 1, a: '5' },
+    update: { $bit: { a: { and: 1 } } },
+    error:
+      /^Cannot apply \$bit to a value of non-integral type: field 'a' of document with _id 1 is a string/,
+  },
+  {
+    name: '$bit on a fraction',
+    doc: { a: 1.5 },
+    update: { $bit: { a: { or: 1 } } },
+    error: /Cannot apply \$bit to a value of non-integral type: field 'a' is the number 1\.5/,
+  },
+  {
+    name: '$bit on null',
+    doc: { a: null },
+    update: { $bit: { a: { or: 1 } } },
+    error: /Cannot apply \$bit to a value of non-integral type: field 'a' is null/,
+  },
+  {
+    name: '$bit on a number beyond 64-bit integers',
+    doc: { a: 2 ** 63 },
+    update: { $bit: { a: { and: 1 } } },
+    error: /Cannot apply \$bit .* field 'a' is the number 9223372036854776000, not a 64-bit integer/,
+  },
+  {
+    name: '$bit whose result a double cannot hold',
+    doc: { a: 2 ** 60 },
+    update: { $bit: { a: { or: 1 } } },
+    error:
+      /\$bit on 'a' would give 1152921504606846977, an integer a JSON number \(a double\) cannot hold exactly/,
+  },
+  {
+    name: '$bit through a scalar',
+    doc: { a: 5 },
+    update: { $bit: { 'a.b': { or: 1 } } },
+    error: /^Cannot create field 'b' in element \{a: 5\} \(\$bit on 'a\.b'\)/,
+  },
+  {
     name: '$rename a source inside an array of documents',
     doc: { a: [{ b: 1 }] },
     update: { $rename: { 'a.b': 'c' } },
@@ -1155,7 +1228,47 @@ const parseErrorCases: ParseErrorCase[] = [
     update: { $sett: { a: 1 } },
     error: /^Unknown update operator '\$sett'\. Supported: \$set, /,
   },
-  { name: '$bit', update: { $bit: { a: { and: 1 } } }, error: /Unknown update operator '\$bit'/ },
+  {
+    name: '$bit with a number',
+    update: { $bit: { a: 5 } },
+    error:
+      /The \$bit modifier is not compatible with a number \(on 'a'\)\. You must pass in an embedded document/,
+  },
+  {
+    name: '$bit with no operation',
+    update: { $bit: { a: {} } },
+    error: /You must pass in at least one bitwise operation \(on 'a'\)/,
+  },
+  {
+    name: '$bit with an unknown operation',
+    update: { $bit: { a: { not: 1 } } },
+    error: /The \$bit modifier only supports 'and', 'or', and 'xor', not 'not'/,
+  },
+  {
+    name: '$bit with a fraction',
+    update: { $bit: { a: { and: 1.5 } } },
+    error: /The \$bit modifier field must be an integer; 1\.5 is not supported here/,
+  },
+  {
+    name: '$bit with a string',
+    update: { $bit: { a: { or: '1' } } },
+    error: /The \$bit modifier field must be an integer; "1" is not supported here/,
+  },
+  {
+    name: '$bit beyond 64-bit integers',
+    update: { $bit: { a: { xor: 2 ** 63 } } },
+    error: /The \$bit operand \{xor: 9223372036854776000\} on 'a' is not a 64-bit integer/,
+  },
+  {
+    name: '$bit on _id',
+    update: { $bit: { _id: { and: 1 } } },
+    error: /would modify the immutable field '_id' \(\$bit\)/,
+  },
+  {
+    name: '$bit conflicting with $inc',
+    update: { $inc: { a: 1 }, $bit: { 'a.b': { and: 1 } } },
+    error: /Updating the path 'a\.b' would create a conflict at 'a'/,
+  },
   { name: '$where', update: { $where: 'x' }, error: /Unknown update operator '\$where'/ },
   {
     name: 'an operator with a number',

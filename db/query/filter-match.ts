@@ -133,6 +133,8 @@ function test(r: Reached, cond: Cond): boolean | number {
       return v !== undefined && cond.types.some((t) => hasType(v, t));
     case 'size':
       return !r.element && Array.isArray(v) && v.length === cond.n;
+    case 'bits':
+      return testBits(v, cond);
     case 'mod':
       return typeof v === 'number' && Math.trunc(v) % cond.divisor === cond.remainder;
     case 'elemMatch':
@@ -152,6 +154,18 @@ function test(r: Reached, cond: Cond): boolean | number {
         `The query condition '${(cond as Cond).op}' is not supported in the condition of a positional ($) or $elemMatch projection.`,
       );
   }
+}
+
+/**
+ * The compiler's bit tests: integers within 2^53 in size (beyond, the stored decimal's low bits
+ * are not the double's), negative ones in 64-bit two's complement; bit 63 and up is the sign.
+ */
+function testBits(v: Json | undefined, cond: Cond & { op: 'bits' }): boolean {
+  if (typeof v !== 'number' || !Number.isInteger(v) || Math.abs(v) > 2 ** 53) return false;
+  const word = BigInt.asUintN(64, BigInt(v));
+  const set = cond.test.endsWith('Set');
+  const bit = (k: number) => (k >= 63 ? v < 0 : ((word >> BigInt(k)) & 1n) === 1n) === set;
+  return cond.test.startsWith('all') ? cond.positions.every(bit) : cond.positions.some(bit);
 }
 
 function hasType(v: Json, t: string): boolean {

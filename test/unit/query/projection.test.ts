@@ -250,6 +250,18 @@ const PLAYER: JsonObject = {
 
 cases.push(
   [
+    '$elemMatch with the bitwise tests',
+    { _id: 1, a: [{ b: 4 }, { b: 6 }, { b: -1 }, { b: 7.5 }] },
+    { a: { $elemMatch: { b: { $bitsAllSet: [1, 2], $bitsAnyClear: 63 } } } },
+    { _id: 1, a: [{ b: 6 }] },
+  ],
+  [
+    '$elemMatch with bit tests on negative numbers',
+    { _id: 1, a: [2, -2, 5] },
+    { a: { $elemMatch: { $bitsAllSet: [1, 63], $bitsAllClear: [0] } } },
+    { _id: 1, a: [-2] },
+  ],
+  [
     '$elemMatch with $exists: false needs every value missing',
     { _id: 1, a: [{ b: [{ c: 1 }, { d: 1 }] }, { b: [{ d: 1 }] }] },
     { a: { $elemMatch: { 'b.c': { $exists: false } } } },

@@ -6,6 +6,7 @@ import type { Filter } from './query/filter-ast.js';
 import { compileFilter } from './query/filter-sql.js';
 import { idFirst } from './query/json.js';
 import { Params } from './query/params.js';
+import { type FieldPath, rootNavs } from './query/path.js';
 import { compileSort, type SortKey } from './query/sort.js';
 import { CONFLICT_ATTEMPTS, retryingConflicts, type Sql, type TransactionSql } from './sql.js';
 
@@ -134,6 +135,47 @@ export function countStatement(c: CollectionRef, filter: Filter, guarded = false
     text: c.texts.shared(`select count(*) as n from ${c.table} where ${guard}${where}`),
     values: params.values,
   };
+}
+
+/** More distinct values than this is an error rather than a response of unbounded size. */
+export const MAX_DISTINCT_VALUES = 10_000;
+
+/**
+ * MongoDB's distinct in one statement: every value the path's walks reach in the matching
+ * documents (an array value gives its elements, one level, as MongoDB's distinct expands the field
+ * it ends on), grouped by JSON equality and ordered by BSON key. One row past the limit is read so
+ * that too many values is known without counting them all. `v` breaks ties between values whose
+ * keys are equal yet are not (numbers a double cannot tell apart), so the order is stable.
+ */
+function distinctStatement(c: CollectionRef, key: FieldPath, filter: Filter, guarded = false): Statement {
+  const params = new Params();
+  const columns = catalogDependentColumns(c);
+  const where = compileFilter(filter, { params, indexed: columns.indexed });
+  const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
+  const navsRef = params.jsonpathArray(rootNavs(key));
+  const text = `select e.v from ${c.table}
+    cross join lateral unnest(${navsRef}) as n(p)
+    cross join lateral jsonb_path_query(doc, n.p) as t(v)
+    cross join lateral jsonb_array_elements(case when jsonb_typeof(t.v) = 'array' then t.v else jsonb_build_array(t.v) end) as e(v)
+    where ${guard}${where}
+    group by e.v order by mdb.key(e.v), e.v limit ${params.int(MAX_DISTINCT_VALUES + 1)}`;
+  return { text: c.texts.shared(text), values: params.values };
+}
+
+export async function distinctValues(
+  sql: Sql,
+  c: CollectionRef,
+  key: FieldPath,
+  filter: Filter,
+  guarded = false,
+): Promise<Json[]> {
+  const { text, values } = distinctStatement(c, key, filter, guarded);
+  const rows = await sql.unsafe<{ v: Json }[]>(text, values);
+  if (rows.length > MAX_DISTINCT_VALUES)
+    throw new QueryError(
+      `'${key.text}' has more than ${MAX_DISTINCT_VALUES} distinct values under the query; narrow the query and ask in parts.`,
+    );
+  return rows.map((r) => r.v);
 }
 
 /**

@@ -540,6 +540,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workplaces/{name}/storages/{storage_name}/distinct": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Distinct values of a field
+         * @description An addition to the interface: MongoDB's `distinct(key, query)`. Returns the distinct
+         *     values that the documents matching `query` (default `{}`) hold at the path `key`, in BSON
+         *     order (the order of sorts). A field holding an array contributes each of its elements,
+         *     not the array (an array inside it is one value); a dotted path goes through arrays of
+         *     documents (`"items.sku"`) and a numeric segment indexes an array, as in queries; a
+         *     document without the field contributes nothing, and one with `null` there contributes
+         *     `null`. Values are distinct by JSON equality: `1` and `1.0` are one value, as are embedded
+         *     documents that differ only in key order; embedded documents and arrays are ordered by
+         *     their JSON text, as sorts order them. `key` follows the rules of query paths (not empty,
+         *     no `$`-prefixed or empty segment, 1,024 characters, 32 segments); a key that breaks one
+         *     is a `400` with code `INVALID_QUERY` naming the rule. At most 10,000 distinct values are
+         *     returned: when there are more, the answer is a `400` with code `INVALID_QUERY` (MongoDB
+         *     fails a distinct past its 16 MB result too), and a narrower `query` gets them in parts.
+         *     An index on `key` does not make the operation faster: it reads every matching document
+         *     (indexes on the query's fields serve the query).
+         */
+        post: operations["distinctValues"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workplaces/{name}/storages/{storage_name}/delete": {
         parameters: {
             query?: never;
@@ -1023,6 +1062,15 @@ export interface components {
         };
         QueryRequest: {
             query: components["schemas"]["Query"];
+        };
+        DistinctRequest: {
+            /** @description The dotted path whose values are returned, e.g. `"item.sku"`. */
+            key: string;
+            query?: components["schemas"]["Query"];
+        };
+        DistinctResultEnvelope: {
+            /** @description The distinct values, in BSON order; at most 10,000. */
+            result: unknown[];
         };
         DocumentListEnvelope: {
             result: components["schemas"]["Document"][];
@@ -2178,6 +2226,43 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CountResultEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    distinctValues: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DistinctRequest"];
+            };
+        };
+        responses: {
+            /** @description The distinct values, in BSON order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DistinctResultEnvelope"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -3,6 +3,7 @@ import {
   countDocuments as countRows,
   DuplicateKeyError,
   deleteDocuments as deleteRows,
+  distinctValues as distinctRows,
   insertDocuments,
   readDocumentsJson,
   readDocuments as readRows,
@@ -10,6 +11,7 @@ import {
 } from '../db/documents.js';
 import type { JsonObject } from '../db/query/errors.js';
 import { parseFilter } from '../db/query/filter-ast.js';
+import { parsePath } from '../db/query/path.js';
 import { applyProjection, parseProjection, projectsEverything } from '../db/query/projection.js';
 import { parseSort } from '../db/query/sort.js';
 import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../db/query/update.js';
@@ -45,7 +47,7 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     // Parse everything before touching the database, so a bad request costs no query.
     const filter = parseFilter(body.query ?? {});
     const sort = parseSort(body.sort);
-    const projection = parseProjection(body.fields);
+    const projection = parseProjection(body.fields, filter);
     const options = { filter, sort, skip: body.skip ?? 0, limit: body.limit ?? DEFAULT_LIMIT };
     // Without a projection the documents go out as the database wrote them, never parsed.
     if (projectsEverything(projection)) {
@@ -96,6 +98,15 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     return { status: 200, body: { result: { count } } };
   };
 
+  const distinctValues: Handler<'distinctValues'> = async ({ params, body }) => {
+    const key = parsePath(body.key, 'distinct key');
+    const filter = parseFilter(body.query ?? {});
+    const values = await inCollection(params.name, params.storage_name, (c) =>
+      distinctRows(sql, c, key, filter, true),
+    );
+    return { status: 200, body: { result: values } };
+  };
+
   const deleteDocuments: Handler<'deleteDocuments'> = async ({ params, body }) => {
     const filter = parseFilter(body.query);
     const { table, deletedCount } = await inCollection(params.name, params.storage_name, async (c) => ({
@@ -106,5 +117,12 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     return { status: 200, body: { result: { deletedCount } } };
   };
 
-  return { readDocuments, createDocuments, updateDocuments, countDocuments, deleteDocuments };
+  return {
+    readDocuments,
+    createDocuments,
+    updateDocuments,
+    countDocuments,
+    distinctValues,
+    deleteDocuments,
+  };
 }

@@ -29,6 +29,7 @@ const ACCESS: Record<string, 'read' | 'write' | 'admin'> = {
   deleteIndex: 'write',
   readDocuments: 'read',
   countDocuments: 'read',
+  distinctValues: 'read',
   createDocuments: 'write',
   updateDocuments: 'write',
   deleteDocuments: 'write',

@@ -278,6 +278,20 @@ const STORAGE_FIELDS: Record<string, [string, [string, unknown][]][]> = {
     ],
   ],
   countDocuments: [['query', HOSTILE_QUERIES]],
+  distinctValues: [
+    ['query', HOSTILE_QUERIES],
+    [
+      'key',
+      [
+        ['an empty key', ''],
+        ['a $ key', '$where'],
+        ['a positional key', 'email.$'],
+        ['an empty segment', 'a..b'],
+        ['a 2,000-character key', 'a'.repeat(2000)],
+        ['NUL in a key', 'a\u0000b'],
+      ],
+    ],
+  ],
   deleteDocuments: [['query', HOSTILE_QUERIES]],
   updateDocuments: [
     ['query', HOSTILE_QUERIES],

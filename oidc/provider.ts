@@ -245,6 +245,8 @@ interface Cached {
   latest: { state: WorkplaceState };
   callback: (req: IncomingMessage, res: ServerResponse) => void;
   key: string;
+  /** The issuer's path, which the key includes: parsed once per build, not per request. */
+  issuerPath: string;
 }
 
 /**
@@ -308,15 +310,20 @@ export class ProviderRegistry {
     if (!cached || cached.key !== key) {
       const latest = { state: full };
       const provider = await this.build(full, issuer, latest);
-      cached = { provider, callback: provider.callback(), key, latest };
+      cached = {
+        provider,
+        callback: provider.callback(),
+        key,
+        latest,
+        issuerPath: new URL(issuer).pathname,
+      };
     }
     this.#cache.set(workplace, cached);
     while (this.#cache.size > this.maxProviders) {
       this.#cache.delete(this.#cache.keys().next().value as string);
     }
     cached.latest.state = full;
-    const { callback, provider } = cached;
-    const issuerPath = new URL(issuer).pathname;
+    const { callback, provider, issuerPath } = cached;
     return {
       provider,
       state: full,

@@ -140,6 +140,20 @@ export function tenantKit(server: LiveServer) {
   return { api, newTenant };
 }
 
+/** Every endpoint discovery names lies below the issuer. */
+export function expectEndpointsBelow(meta: oidc.ServerMetadata, issuer: string): void {
+  for (const endpoint of [
+    'authorization_endpoint',
+    'token_endpoint',
+    'userinfo_endpoint',
+    'jwks_uri',
+    'end_session_endpoint',
+    'revocation_endpoint',
+  ] as const) {
+    expect(meta[endpoint], endpoint).toMatch(new RegExp(`^${issuer}/`));
+  }
+}
+
 /** The relying party's view of a tenant's provider, over plain http. */
 export async function discover(
   t: Pick<Tenant, 'issuer' | 'clientId' | 'clientSecret'>,

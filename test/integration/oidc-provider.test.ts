@@ -6,6 +6,7 @@ import {
   authorizationRequest,
   Browser,
   discover,
+  expectEndpointsBelow,
   formAction,
   hiddenInputs,
   type LiveServer,
@@ -40,16 +41,7 @@ describe('a workplace is an OpenID Provider', () => {
     expect(meta.issuer).toBe(t.issuer);
     expect(meta.code_challenge_methods_supported).toEqual(['S256']);
     expect(meta.registration_endpoint).toBeUndefined();
-    for (const endpoint of [
-      'authorization_endpoint',
-      'token_endpoint',
-      'userinfo_endpoint',
-      'jwks_uri',
-      'end_session_endpoint',
-      'revocation_endpoint',
-    ] as const) {
-      expect(meta[endpoint], endpoint).toMatch(new RegExp(`^${t.issuer}/`));
-    }
+    expectEndpointsBelow(meta, t.issuer);
 
     const browser = new Browser();
     const { url, verifier, state } = await authorizationRequest(config);

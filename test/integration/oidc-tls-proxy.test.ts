@@ -15,6 +15,7 @@ import {
   AFTER_LOGOUT,
   authorizationRequest,
   Browser,
+  expectEndpointsBelow,
   hiddenInputs,
   type LiveServer,
   PASSWORD,
@@ -142,16 +143,7 @@ describe.each([
     });
     const meta = config.serverMetadata();
     expect(meta.issuer).toBe(issuer);
-    for (const endpoint of [
-      'authorization_endpoint',
-      'token_endpoint',
-      'userinfo_endpoint',
-      'jwks_uri',
-      'end_session_endpoint',
-      'revocation_endpoint',
-    ] as const) {
-      expect(meta[endpoint], endpoint).toMatch(new RegExp(`^${issuer}/`));
-    }
+    expectEndpointsBelow(meta, issuer);
 
     const { url: authUrl, verifier, state } = await authorizationRequest(config);
 

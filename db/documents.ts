@@ -347,22 +347,33 @@ export interface UpdatePlan {
   filter: Filter;
   /** Computes the new document, or throws a QueryError that aborts the whole update. */
   apply(doc: JsonObject): JsonObject;
-  /** The document to insert when nothing matched, for upserts. */
-  upsert?: () => JsonObject;
+  /**
+   * For upserts: the document to insert when nothing matched, and the query it came from, which
+   * names the lock that makes concurrent upserts of one query insert one document.
+   */
+  upsert?: { query: JsonObject; document: () => JsonObject };
   modified(before: JsonObject, after: JsonObject): boolean;
   /** Default MAX_UPDATE_MATCHES. */
   maxMatches?: number;
   /**
-   * Only the first matching document (in `_id` order) is updated, as MongoDB's replaceOne and
-   * `update` without `multi` do with a replacement document.
+   * Only the first matching document in `sort` order (default `_id`) is updated, as MongoDB's
+   * updateOne, replaceOne, findOneAndUpdate and `update` without `multi` do.
    */
   single?: boolean;
+  sort?: SortKey[];
+  /** With `single`: the outcome carries the document as it was before the update, or after it. */
+  returning?: 'before' | 'after';
 }
 
 export interface UpdateOutcome {
   matchedCount: number;
   modifiedCount: number;
   upsertedId?: Json;
+  /**
+   * With `returning`: the document before or after, or null when there is none (nothing matched,
+   * or an upsert inserted and `before` was asked for, as MongoDB answers).
+   */
+  document?: JsonObject | null;
 }
 
 /**
@@ -390,14 +401,50 @@ export async function updateDocuments(sql: Sql, c: CollectionRef, plan: UpdatePl
   }
 }
 
-async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan): Promise<UpdateOutcome> {
+/**
+ * The first document matching `filter` in `sort` order, locked until the transaction ends.
+ *
+ * Under READ COMMITTED, `... order by ... limit 1 for update` may answer no row although matching
+ * rows remain: when the row it waited for is changed by the transaction holding it so that it no
+ * longer matches, PostgreSQL re-checks that row alone and may not go on to the next (a top-1 sort
+ * keeps nothing else), and rows committed since its snapshot are not seen at all. Many clients
+ * claiming from one queue hit that all the time. So an empty answer is checked with a plain read
+ * in a fresh snapshot: if a matching row exists, the locking read runs again. Each such round means
+ * another transaction committed a change to a matching row, so it ends; the statement timeout
+ * bounds it anyway. SKIP LOCKED would be cheaper under contention, but it hands out a later
+ * document while an earlier one is held by a transaction that may roll back or leave it matching,
+ * which breaks the promise of the first in `sort` order.
+ */
+async function lockFirst(
+  tx: TransactionSql,
+  c: CollectionRef,
+  filter: Filter,
+  sort: SortKey[],
+): Promise<JsonObject | undefined> {
+  const params = new Params();
+  const where = compileFilter(filter, { params, indexed: c.paths });
+  const orderBy = compileSort(sort, { indexed: c.paths }, params);
+  const first = `select doc from ${c.table} where ${catalogGuard(c)} and ${where} order by ${orderBy} limit 1`;
+  for (;;) {
+    const [row] = await tx.unsafe<{ doc: JsonObject }[]>(`${first} for update`, params.values);
+    if (row) return row.doc;
+    const [exists] = await tx.unsafe<{ doc: JsonObject }[]>(first, params.values);
+    if (!exists) return undefined;
+  }
+}
+
+async function matching(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan): Promise<JsonObject[]> {
+  if (plan.single) {
+    const doc = await lockFirst(tx, c, plan.filter, plan.sort ?? []);
+    return doc ? [doc] : [];
+  }
   const max = plan.maxMatches ?? MAX_UPDATE_MATCHES;
   const params = new Params();
   const where = compileFilter(plan.filter, { params, indexed: c.paths });
   const rows = await tx.unsafe<{ doc: JsonObject }[]>(
     // The guard on the first statement is enough: the lock it takes keeps index changes out until
     // the transaction ends.
-    `select doc from ${c.table} where ${catalogGuard(c)} and ${where} order by id limit ${params.int(plan.single ? 1 : max + 1)} for update`,
+    `select doc from ${c.table} where ${catalogGuard(c)} and ${where} order by id limit ${params.int(max + 1)} for update`,
     params.values,
   );
   if (rows.length > max) {
@@ -405,8 +452,24 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
       `The update matches more than ${max} documents; narrow the query and update in parts.`,
     );
   }
-  if (rows.length === 0 && plan.upsert) {
-    const doc = prepareDocument(plan.upsert());
+  return rows.map((r) => r.doc);
+}
+
+async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan): Promise<UpdateOutcome> {
+  let docs = await matching(tx, c, plan);
+  if (docs.length === 0 && plan.upsert) {
+    // Concurrent upserts of one query would each find nothing and each insert. A lock named after
+    // the query (its text with keys sorted) makes them take turns; the one that waited then looks
+    // again in a fresh snapshot (READ COMMITTED), finds what the first inserted, and updates it.
+    // Different queries that match the same new document are not serialized: MongoDB's answer
+    // for those too is a unique index, which turns the second insert into a retry (below).
+    await tx.unsafe('select pg_advisory_xact_lock(hashtextextended($1, 0))', [
+      `${c.table} ${idText(plan.upsert.query)}`,
+    ]);
+    docs = await matching(tx, c, plan);
+  }
+  if (docs.length === 0 && plan.upsert) {
+    const doc = prepareDocument(plan.upsert.document());
     await tx.unsafe(
       trackingMultikey(
         c,
@@ -414,12 +477,19 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
       ),
       [JSON.stringify(doc)],
     );
-    return { matchedCount: 0, modifiedCount: 0, upsertedId: doc._id as Json };
+    return {
+      matchedCount: 0,
+      modifiedCount: 0,
+      upsertedId: doc._id as Json,
+      ...(plan.returning ? { document: plan.returning === 'after' ? doc : null } : {}),
+    };
   }
   const changed: JsonObject[] = [];
-  for (const { doc } of rows) {
-    const next = plan.apply(doc);
-    if (plan.modified(doc, next)) changed.push(prepareDocument(next));
+  let after: JsonObject | undefined;
+  for (const doc of docs) {
+    const next = prepareDocument(plan.apply(doc));
+    after ??= next;
+    if (plan.modified(doc, next)) changed.push(next);
   }
   for (let i = 0; i < changed.length; i += WRITE_BATCH) {
     await tx.unsafe(
@@ -432,5 +502,29 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
       [JSON.stringify(changed.slice(i, i + WRITE_BATCH))],
     );
   }
-  return { matchedCount: rows.length, modifiedCount: changed.length };
+  const outcome: UpdateOutcome = { matchedCount: docs.length, modifiedCount: changed.length };
+  if (plan.returning) {
+    const before = docs[0];
+    outcome.document = before ? (plan.returning === 'before' ? idFirst(before) : (after ?? null)) : null;
+  }
+  return outcome;
+}
+
+/** Deletes the first document matching `filter` in `sort` order, and returns it. */
+export async function deleteOneDocument(
+  sql: Sql,
+  c: CollectionRef,
+  filter: Filter,
+  sort: SortKey[],
+): Promise<JsonObject | undefined> {
+  return retryingConflicts(() =>
+    sql.begin(async (tx) => {
+      const doc = await lockFirst(tx, c, filter, sort);
+      if (!doc) return undefined;
+      await tx.unsafe(`delete from ${c.table} where id = mdb.key($1::text::jsonb)`, [
+        JSON.stringify(doc._id),
+      ]);
+      return idFirst(doc);
+    }),
+  );
 }

@@ -606,6 +606,182 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workplaces/{name}/storages/{storage_name}/update-one": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Update one document
+         * @description An addition to the interface: MongoDB's `updateOne`. Applies the update operators of
+         *     `doc` to the first document matching `query` in `sort` order (default `_id` ascending);
+         *     a replacement document is a `400` (`INVALID_QUERY`, "Update document requires atomic
+         *     operators"; use `replace-one`). With `upsert: true` and no match, one document is
+         *     inserted from the query's equality fields, `doc` and `$setOnInsert`, and its `_id` is
+         *     `upsertedId`. Concurrent calls never take the same document twice nor miss one that
+         *     still matches, and concurrent upserts of the same `query` insert one document (see
+         *     docs/storage.md). A unique index violation is a `409` and writes nothing.
+         */
+        post: operations["updateOneDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workplaces/{name}/storages/{storage_name}/replace-one": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace one document
+         * @description An addition to the interface: MongoDB's `replaceOne`. Replaces the first document
+         *     matching `query` in `sort` order (default `_id` ascending) by `doc`, keeping its `_id`
+         *     (a different `_id` in `doc` is a `400`); update operators in `doc` are a `400`
+         *     (`INVALID_QUERY`, "Replacement document must not contain atomic operators"). With
+         *     `upsert: true` and no match, `doc` is inserted, with the `_id` of the query's `_id`
+         *     equality if it has one. Same concurrency guarantees as `update-one`.
+         */
+        post: operations["replaceOneDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workplaces/{name}/storages/{storage_name}/delete-one": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete one document
+         * @description An addition to the interface: MongoDB's `deleteOne`. Deletes the first document matching
+         *     `query` in `sort` order (default `_id` ascending); `deletedCount` is 0 or 1.
+         */
+        post: operations["deleteOneDocument"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workplaces/{name}/storages/{storage_name}/find-one-and-update": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Update one document and return it
+         * @description An addition to the interface: MongoDB's `findOneAndUpdate` (the `findAndModify`
+         *     command). Updates the first document matching `query` in `sort` order (default `_id`
+         *     ascending) as `update-one` does (operators only) and returns it, projected by `fields`
+         *     (as `read` projects), as it was before the update (`returnDocument: "before"`, the
+         *     default, as MongoDB's) or after it (`"after"`). `value` is `null` when nothing matched,
+         *     and also when `upsert: true` inserted a document and `returnDocument` is `"before"`
+         *     (there was no document before); with `"after"` it is the inserted document. The queue
+         *     pattern (many clients claiming `{"state": "new"}` with `{"$set": {"state": "taken"}}`)
+         *     hands each document to exactly one client, and no client gets `null` while a matching
+         *     document remains (see docs/storage.md).
+         */
+        post: operations["findOneAndUpdate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workplaces/{name}/storages/{storage_name}/find-one-and-replace": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replace one document and return it
+         * @description An addition to the interface: MongoDB's `findOneAndReplace`. Replaces the first document
+         *     matching `query` in `sort` order as `replace-one` does (operators are a `400`) and
+         *     returns it as `find-one-and-update` does (`returnDocument`, `fields`, `null`).
+         */
+        post: operations["findOneAndReplace"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workplaces/{name}/storages/{storage_name}/find-one-and-delete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Delete one document and return it
+         * @description An addition to the interface: MongoDB's `findOneAndDelete`. Deletes the first document
+         *     matching `query` in `sort` order (default `_id` ascending) and returns it projected by
+         *     `fields`; `value` is `null` when nothing matched.
+         */
+        post: operations["findOneAndDelete"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workplaces/{name}/connectors": {
         parameters: {
             query?: never;
@@ -1098,6 +1274,86 @@ export interface components {
         DeleteResultEnvelope: {
             result: {
                 deletedCount: number;
+            };
+        };
+        /**
+         * @description MongoDB sort, `{"<path>": 1 | -1, ...}`, choosing which matching document is the one
+         *     acted on: the first in this order. Default `{"_id": 1}`.
+         */
+        OneSort: {
+            [key: string]: 1 | -1;
+        };
+        /**
+         * @description Return the document as it was before the change (the default) or after it.
+         * @enum {string}
+         */
+        ReturnDocument: "before" | "after";
+        UpdateOneRequest: {
+            query: components["schemas"]["Query"];
+            /** @description Update operators (`{"$set": {...}}`); a replacement document is a `400`. */
+            doc: {
+                [key: string]: unknown;
+            };
+            sort?: components["schemas"]["OneSort"];
+            /** @description Insert one document when nothing matches. Default `false`. */
+            upsert?: boolean;
+        };
+        ReplaceOneRequest: {
+            query: components["schemas"]["Query"];
+            /** @description The replacement document (it keeps the matched `_id`); update operators are a `400`. */
+            doc: {
+                [key: string]: unknown;
+            };
+            sort?: components["schemas"]["OneSort"];
+            /** @description Insert `doc` when nothing matches. Default `false`. */
+            upsert?: boolean;
+        };
+        DeleteOneRequest: {
+            query: components["schemas"]["Query"];
+            sort?: components["schemas"]["OneSort"];
+        };
+        FindOneAndUpdateRequest: {
+            query: components["schemas"]["Query"];
+            /** @description Update operators (`{"$set": {...}}`); a replacement document is a `400`. */
+            doc: {
+                [key: string]: unknown;
+            };
+            sort?: components["schemas"]["OneSort"];
+            /** @description The projection of the returned document, as `read`'s `fields`. */
+            fields?: {
+                [key: string]: unknown;
+            };
+            /** @description Insert one document when nothing matches. Default `false`. */
+            upsert?: boolean;
+            returnDocument?: components["schemas"]["ReturnDocument"];
+        };
+        FindOneAndReplaceRequest: {
+            query: components["schemas"]["Query"];
+            /** @description The replacement document (it keeps the matched `_id`); update operators are a `400`. */
+            doc: {
+                [key: string]: unknown;
+            };
+            sort?: components["schemas"]["OneSort"];
+            /** @description The projection of the returned document, as `read`'s `fields`. */
+            fields?: {
+                [key: string]: unknown;
+            };
+            /** @description Insert `doc` when nothing matches. Default `false`. */
+            upsert?: boolean;
+            returnDocument?: components["schemas"]["ReturnDocument"];
+        };
+        FindOneAndDeleteRequest: {
+            query: components["schemas"]["Query"];
+            sort?: components["schemas"]["OneSort"];
+            /** @description The projection of the returned document, as `read`'s `fields`. */
+            fields?: {
+                [key: string]: unknown;
+            };
+        };
+        DocumentResultEnvelope: {
+            result: {
+                /** @description The document (projected by `fields`), or `null` when there is none to return. */
+                value: components["schemas"]["Document"] | null;
             };
         };
         /**
@@ -2300,6 +2556,232 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DeleteResultEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    updateOneDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateOneRequest"];
+            };
+        };
+        responses: {
+            /** @description The counts of matched (0 or 1) and modified documents. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateResultEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    replaceOneDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReplaceOneRequest"];
+            };
+        };
+        responses: {
+            /** @description The counts of matched (0 or 1) and modified documents. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UpdateResultEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteOneDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DeleteOneRequest"];
+            };
+        };
+        responses: {
+            /** @description The number of deleted documents, 0 or 1. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeleteResultEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    findOneAndUpdate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FindOneAndUpdateRequest"];
+            };
+        };
+        responses: {
+            /** @description The document, or `null`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentResultEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    findOneAndReplace: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FindOneAndReplaceRequest"];
+            };
+        };
+        responses: {
+            /** @description The document, or `null`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentResultEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    findOneAndDelete: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FindOneAndDeleteRequest"];
+            };
+        };
+        responses: {
+            /** @description The deleted document, or `null`. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentResultEnvelope"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -2,14 +2,17 @@ import type { CollectionRef } from '../db/collections.js';
 import {
   countDocuments as countRows,
   DuplicateKeyError,
+  deleteOneDocument as deleteOneRow,
   deleteDocuments as deleteRows,
   distinctValues as distinctRows,
   insertDocuments,
   readDocumentsJson,
   readDocuments as readRows,
+  type UpdateOutcome,
+  type UpdatePlan,
   updateDocuments as updateRows,
 } from '../db/documents.js';
-import type { JsonObject } from '../db/query/errors.js';
+import { type JsonObject, QueryError } from '../db/query/errors.js';
 import { parseFilter } from '../db/query/filter-ast.js';
 import { parsePath } from '../db/query/path.js';
 import { applyProjection, parseProjection, projectsEverything } from '../db/query/projection.js';
@@ -20,6 +23,44 @@ import { EncodedJson } from '../http/encoded-json.js';
 import type { Handler, HandlerDeps } from './types.js';
 
 export const DEFAULT_LIMIT = 100;
+
+interface StoragePath {
+  name: string;
+  storage_name: string;
+}
+
+/**
+ * The update part of a request body (`query`, `doc`, `upsert`) as the plan every update route
+ * runs, so an option of updates is added in one place. `expect` is what a single-document route
+ * requires of `doc`, refused with the words of MongoDB's drivers.
+ */
+function updatePlan(
+  body: { query: unknown; doc: unknown; upsert?: boolean },
+  expect?: 'operators' | 'replacement',
+): UpdatePlan {
+  const query = body.query as JsonObject;
+  const filter = parseFilter(query);
+  const update = parseUpdate(body.doc);
+  if (expect === 'operators' && update.kind === 'replacement')
+    throw new QueryError(
+      'Update document requires atomic operators: use update operators such as {"$set": {...}}, or replace-one to replace the document.',
+    );
+  if (expect === 'replacement' && update.kind === 'operators')
+    throw new QueryError(
+      'Replacement document must not contain atomic operators: send the whole new document, or use update-one.',
+    );
+  const seed = body.upsert ? upsertSeed(query, update) : undefined;
+  const now = new Date();
+  return {
+    filter,
+    apply: (doc: JsonObject) => applyUpdate(doc, update, { now, isInsert: false }),
+    modified: (before: JsonObject, after: JsonObject) => !jsonEqual(before, after),
+    single: update.kind === 'replacement',
+    ...(seed
+      ? { upsert: { query, document: () => applyUpdate(seed, update, { now, isInsert: true }) } }
+      : {}),
+  };
+}
 
 async function orConflict<T>(work: Promise<T>): Promise<T> {
   try {
@@ -69,25 +110,79 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     return { status: 201, body: { result: { insertedCount: ids.length, insertedIds: ids } } };
   };
 
-  const updateDocuments: Handler<'updateDocuments'> = async ({ params, body }) => {
-    const query = body.query as JsonObject;
-    const filter = parseFilter(query);
-    const update = parseUpdate(body.doc);
-    const seed = body.upsert ? upsertSeed(query, update) : undefined;
-    const now = new Date();
-    const plan = {
-      filter,
-      apply: (doc: JsonObject) => applyUpdate(doc, update, { now, isInsert: false }),
-      modified: (before: JsonObject, after: JsonObject) => !jsonEqual(before, after),
-      single: update.kind === 'replacement',
-      ...(seed ? { upsert: () => applyUpdate(seed, update, { now, isInsert: true }) } : {}),
-    };
+  /** Runs an update plan in the collection, counting what it wrote. */
+  async function runUpdate(params: StoragePath, plan: UpdatePlan): Promise<UpdateOutcome> {
     const { table, outcome } = await inCollection(params.name, params.storage_name, async (c) => ({
       table: c.table,
       outcome: await orConflict(updateRows(sql, c, plan)),
     }));
     statistics.noteWrites(table, outcome.modifiedCount + (outcome.upsertedId === undefined ? 0 : 1));
-    return { status: 200, body: { result: outcome } };
+    return outcome;
+  }
+
+  const updateDocuments: Handler<'updateDocuments'> = async ({ params, body }) => {
+    const { document: _, ...result } = await runUpdate(params, updatePlan(body));
+    return { status: 200, body: { result } };
+  };
+
+  const updateOneDocument: Handler<'updateOneDocument'> = async ({ params, body }) => {
+    const plan = { ...updatePlan(body, 'operators'), single: true, sort: parseSort(body.sort) };
+    const { document: _, ...result } = await runUpdate(params, plan);
+    return { status: 200, body: { result } };
+  };
+
+  const replaceOneDocument: Handler<'replaceOneDocument'> = async ({ params, body }) => {
+    const plan = { ...updatePlan(body, 'replacement'), single: true, sort: parseSort(body.sort) };
+    const { document: _, ...result } = await runUpdate(params, plan);
+    return { status: 200, body: { result } };
+  };
+
+  async function findOneAndModify(
+    params: StoragePath,
+    body: { sort?: unknown; fields?: unknown; returnDocument?: 'before' | 'after' },
+    update: UpdatePlan,
+  ) {
+    const plan = {
+      ...update,
+      single: true,
+      sort: parseSort(body.sort),
+      returning: body.returnDocument ?? 'before',
+    };
+    const projection = parseProjection(body.fields, plan.filter);
+    const { document } = await runUpdate(params, plan);
+    return {
+      status: 200 as const,
+      body: { result: { value: document ? applyProjection(document, projection) : null } },
+    };
+  }
+
+  const findOneAndUpdate: Handler<'findOneAndUpdate'> = ({ params, body }) =>
+    findOneAndModify(params, body, updatePlan(body, 'operators'));
+
+  const findOneAndReplace: Handler<'findOneAndReplace'> = ({ params, body }) =>
+    findOneAndModify(params, body, updatePlan(body, 'replacement'));
+
+  async function deleteOne(params: StoragePath, body: { query: unknown; sort?: unknown }) {
+    const filter = parseFilter(body.query);
+    const sort = parseSort(body.sort);
+    const { table, doc } = await inCollection(params.name, params.storage_name, async (c) => ({
+      table: c.table,
+      doc: await deleteOneRow(sql, c, filter, sort),
+    }));
+    statistics.noteWrites(table, doc ? 1 : 0);
+    return { filter, doc };
+  }
+
+  const deleteOneDocument: Handler<'deleteOneDocument'> = async ({ params, body }) => {
+    const { doc } = await deleteOne(params, body);
+    return { status: 200, body: { result: { deletedCount: doc ? 1 : 0 } } };
+  };
+
+  const findOneAndDelete: Handler<'findOneAndDelete'> = async ({ params, body }) => {
+    // The projection is checked before anything is deleted.
+    const projection = parseProjection(body.fields, parseFilter(body.query));
+    const { doc } = await deleteOne(params, body);
+    return { status: 200, body: { result: { value: doc ? applyProjection(doc, projection) : null } } };
   };
 
   const countDocuments: Handler<'countDocuments'> = async ({ params, body }) => {
@@ -121,8 +216,14 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     readDocuments,
     createDocuments,
     updateDocuments,
+    updateOneDocument,
+    replaceOneDocument,
+    findOneAndUpdate,
+    findOneAndReplace,
     countDocuments,
     distinctValues,
     deleteDocuments,
+    deleteOneDocument,
+    findOneAndDelete,
   };
 }

@@ -404,16 +404,16 @@ export async function updateDocuments(sql: Sql, c: CollectionRef, plan: UpdatePl
 /**
  * The first document matching `filter` in `sort` order, locked until the transaction ends.
  *
- * Under READ COMMITTED, `... order by ... limit 1 for update` may answer no row although matching
- * rows remain: when the row it waited for is changed by the transaction holding it so that it no
- * longer matches, PostgreSQL re-checks that row alone and may not go on to the next (a top-1 sort
- * keeps nothing else), and rows committed since its snapshot are not seen at all. Many clients
- * claiming from one queue hit that all the time. So an empty answer is checked with a plain read
- * in a fresh snapshot: if a matching row exists, the locking read runs again. Each such round means
- * another transaction committed a change to a matching row, so it ends; the statement timeout
- * bounds it anyway. SKIP LOCKED would be cheaper under contention, but it hands out a later
- * document while an earlier one is held by a transaction that may roll back or leave it matching,
- * which breaks the promise of the first in `sort` order.
+ * Under READ COMMITTED, `... order by ... limit 1 for update` may answer no row although a
+ * matching row exists: when the row it waited for was changed by the transaction holding it so that
+ * it no longer matches, PostgreSQL drops it and goes on only through the rows of the statement's
+ * own snapshot, so a row committed meanwhile (a new document, or one made to match again) is not
+ * seen. A queue whose workers claim and add documents hits that. So an empty answer is checked
+ * with the same read unlocked, in a fresh snapshot: if a matching row exists, the locking read
+ * runs again. Each such round means another transaction committed a change to a matching row, so
+ * it ends; the statement timeout bounds it anyway. SKIP LOCKED would be cheaper under contention,
+ * but it hands out a later document while an earlier one is held by a transaction that may roll
+ * back or leave it matching, which breaks the promise of the first in `sort` order.
  */
 async function lockFirst(
   tx: TransactionSql,

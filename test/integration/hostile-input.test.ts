@@ -247,6 +247,29 @@ const HOSTILE_UPDATES: [string, unknown][] = [
   ['a lone surrogate in a value', { $set: { a: '\ud800' } }],
 ];
 
+/** Replacement documents (replace-one, find-one-and-replace) that must be refused. */
+const HOSTILE_REPLACEMENTS: [string, unknown][] = [
+  ['update operators', { $set: { a: 1 } }],
+  ['operators mixed with fields', { a: 1, $set: { b: 2 } }],
+  ['a $-prefixed field deeper', { a: { $x: 1 } }],
+  ['a dotted field name', { 'a.b': 1 }],
+  ['changing _id', { _id: 'other' }],
+  ['an array _id', { _id: [1] }],
+  ['a value nested 150 deep', { a: nested(150) }],
+  ['NUL in a value', { a: '\u0000' }],
+  ['a lone surrogate in a value', { a: '\ud800' }],
+];
+
+const HOSTILE_SORTS: [string, unknown][] = [
+  ['direction 2', { email: 2 }],
+  ['a $ path', { $natural: 1 }],
+];
+
+const HOSTILE_FIELDS: [string, unknown][] = [
+  ['inclusion mixed with exclusion', { email: 1, name: 0 }],
+  ['a $ path', { $where: 1 }],
+];
+
 const HOSTILE_DOCS: [string, unknown][] = [
   ['an array _id', [{ _id: [1] }]],
   ['a 2,000-character _id', [{ _id: 'x'.repeat(2000) }]],
@@ -262,20 +285,8 @@ const HOSTILE_DOCS: [string, unknown][] = [
 const STORAGE_FIELDS: Record<string, [string, [string, unknown][]][]> = {
   readDocuments: [
     ['query', HOSTILE_QUERIES],
-    [
-      'sort',
-      [
-        ['direction 2', { email: 2 }],
-        ['a $ path', { $natural: 1 }],
-      ],
-    ],
-    [
-      'fields',
-      [
-        ['inclusion mixed with exclusion', { email: 1, name: 0 }],
-        ['a $ path', { $where: 1 }],
-      ],
-    ],
+    ['sort', HOSTILE_SORTS],
+    ['fields', HOSTILE_FIELDS],
   ],
   countDocuments: [['query', HOSTILE_QUERIES]],
   distinctValues: [
@@ -296,6 +307,37 @@ const STORAGE_FIELDS: Record<string, [string, [string, unknown][]][]> = {
   updateDocuments: [
     ['query', HOSTILE_QUERIES],
     ['doc', HOSTILE_UPDATES],
+  ],
+  updateOneDocument: [
+    ['query', HOSTILE_QUERIES],
+    ['doc', [...HOSTILE_UPDATES, ['a replacement document', { email: 'x' }]]],
+    ['sort', HOSTILE_SORTS],
+  ],
+  replaceOneDocument: [
+    ['query', HOSTILE_QUERIES],
+    ['doc', HOSTILE_REPLACEMENTS],
+    ['sort', HOSTILE_SORTS],
+  ],
+  deleteOneDocument: [
+    ['query', HOSTILE_QUERIES],
+    ['sort', HOSTILE_SORTS],
+  ],
+  findOneAndUpdate: [
+    ['query', HOSTILE_QUERIES],
+    ['doc', [...HOSTILE_UPDATES, ['a replacement document', { email: 'x' }]]],
+    ['sort', HOSTILE_SORTS],
+    ['fields', HOSTILE_FIELDS],
+  ],
+  findOneAndReplace: [
+    ['query', HOSTILE_QUERIES],
+    ['doc', HOSTILE_REPLACEMENTS],
+    ['sort', HOSTILE_SORTS],
+    ['fields', HOSTILE_FIELDS],
+  ],
+  findOneAndDelete: [
+    ['query', HOSTILE_QUERIES],
+    ['sort', HOSTILE_SORTS],
+    ['fields', HOSTILE_FIELDS],
   ],
   createDocuments: [['docs', HOSTILE_DOCS]],
 };

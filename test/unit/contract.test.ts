@@ -57,7 +57,7 @@ describe('openapi.yaml against SPEC.md and the handlers', () => {
       expect(present, `${method} ${path}`).toContain(`${method} ${path}`);
   });
 
-  it('adds nothing beyond SPEC.md but the health probes, access tokens, OIDC operator tools and distinct', () => {
+  it('adds nothing beyond SPEC.md but the health probes, access tokens, OIDC operator tools, distinct and the single-document operations', () => {
     const specRoutes = new Set(SPEC_ROUTES.map(([m, p]) => `${m} ${p}`));
     const extra = ops.map((o) => `${o.method} ${o.path}`).filter((r) => !specRoutes.has(r));
     expect(extra.sort()).toEqual([
@@ -68,7 +68,13 @@ describe('openapi.yaml against SPEC.md and the handlers', () => {
       'POST /v1/tokens',
       'POST /v1/workplaces/{name}/oidc/keys',
       'POST /v1/workplaces/{name}/oidc/password',
+      'POST /v1/workplaces/{name}/storages/{storage_name}/delete-one',
       'POST /v1/workplaces/{name}/storages/{storage_name}/distinct',
+      'POST /v1/workplaces/{name}/storages/{storage_name}/find-one-and-delete',
+      'POST /v1/workplaces/{name}/storages/{storage_name}/find-one-and-replace',
+      'POST /v1/workplaces/{name}/storages/{storage_name}/find-one-and-update',
+      'POST /v1/workplaces/{name}/storages/{storage_name}/replace-one',
+      'POST /v1/workplaces/{name}/storages/{storage_name}/update-one',
     ]);
   });
 

@@ -752,6 +752,23 @@ async function captureStatements(sql: postgres.Sql, workplace: string): Promise<
       values.set('update', vs);
     }
   }
+  const large = await findCollection(sql, workplace, 'large');
+  if (!large.workplace || !large.found) throw new Error('no collection large');
+  // findOneAndUpdate as one hand-written statement: lock the first match, change it, return it.
+  const vs: string[][] = [];
+  for (let i = 0; i < VARIANTS; i++) {
+    const b = findOneAndUpdateBody(i, LARGE);
+    const st = readStatement(large.found, {
+      filter: parseFilter(b.query),
+      sort: parseSort(b.sort),
+      skip: 0,
+      limit: 1,
+    });
+    const first = st.text.replace(/^select doc from/, 'select id from');
+    statements.findOneAndUpdate = `update ${large.found.table} set doc = jsonb_set(doc, '{n}', to_jsonb(coalesce((doc->>'n')::numeric, 0) + 1)) where id = (${first} for update) returning jsonb_build_object('_id', doc->'_id', 'n', doc->'n') as doc`;
+    vs.push(st.values);
+  }
+  values.set('findOneAndUpdate', vs);
   const bulk = await findCollection(sql, workplace, 'bulkbase');
   if (!bulk.workplace || !bulk.found) throw new Error('no bulk collection');
   statements.bulk = `insert into ${bulk.found.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d`;
@@ -908,6 +925,40 @@ async function runUpdateMany(workplace: string, values: Captured['values'], resu
   }
 }
 
+/**
+ * findOneAndUpdate: each request takes the least-used document of one group of 100 (sort on an
+ * unindexed counter, the group indexed), adds one to its counter and returns it after the change,
+ * as a lease or work queue does; 200 groups in turn, so concurrent requests rarely want one row.
+ */
+function findOneAndUpdateBody(i: number, size: number) {
+  return {
+    query: { group: (i * 7919) % partitions(size, GROUP_SIZE) },
+    sort: { n: 1 } as Record<string, 1 | -1>,
+    doc: { $inc: { n: 1 } },
+    fields: { n: 1 },
+    returnDocument: 'after',
+  };
+}
+
+async function runFindOneAndUpdate(
+  workplace: string,
+  values: Captured['values'],
+  results: Results,
+): Promise<void> {
+  const apiBodies = cycle(
+    Array.from({ length: VARIANTS }, (_, i) => JSON.stringify(findOneAndUpdateBody(i, LARGE))),
+  );
+  const vs = values.get('findOneAndUpdate');
+  const baseBodies = vs ? cycle(vs.map((v) => JSON.stringify({ v }))) : undefined;
+  results.rows.push(
+    await compare(
+      `findOneAndUpdate, least-used of ${GROUP_SIZE} ($inc, returnDocument after)`,
+      () => load(docsUrl(workplace, 'large', 'find-one-and-update'), apiBodies),
+      baseBodies ? () => load(`${baseline}/q/findOneAndUpdate`, baseBodies) : undefined,
+    ),
+  );
+}
+
 /** Workplace + collection create/delete cycle. */
 async function runWorkplaceCycle(results: Results): Promise<void> {
   const letters = () =>
@@ -1016,6 +1067,7 @@ async function main() {
     await runReads(workplace, captured.values, results);
     if (selected('bulk create')) await runBulkCreate(workplace, results);
     if (selected('updateMany')) await runUpdateMany(workplace, captured.values, results);
+    if (selected('findOneAndUpdate')) await runFindOneAndUpdate(workplace, captured.values, results);
     if (selected('workplace + collection')) await runWorkplaceCycle(results);
     if (selected('OIDC token endpoint')) await runOidcTokenEndpoint(workplace, results);
     if (SOAK > 0 && selected('sustained reads')) await runSustainedReads(workplace, results);

@@ -361,8 +361,12 @@ export interface UpdatePlan {
    */
   single?: boolean;
   sort?: SortKey[];
-  /** With `single`: the outcome carries the document as it was before the update, or after it. */
-  returning?: 'before' | 'after';
+  /**
+   * With `single`: the outcome carries the document as it was before the update or after it, as
+   * `project` makes it. `project` runs before the transaction commits, so an error there (a
+   * positional projection the changed document no longer matches) writes nothing.
+   */
+  returning?: { which: 'before' | 'after'; project: (doc: JsonObject) => JsonObject };
 }
 
 export interface UpdateOutcome {
@@ -481,7 +485,9 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
       matchedCount: 0,
       modifiedCount: 0,
       upsertedId: doc._id as Json,
-      ...(plan.returning ? { document: plan.returning === 'after' ? doc : null } : {}),
+      ...(plan.returning
+        ? { document: plan.returning.which === 'after' ? plan.returning.project(doc) : null }
+        : {}),
     };
   }
   const changed: JsonObject[] = [];
@@ -504,18 +510,24 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
   }
   const outcome: UpdateOutcome = { matchedCount: docs.length, modifiedCount: changed.length };
   if (plan.returning) {
+    const { which, project } = plan.returning;
     const before = docs[0];
-    outcome.document = before ? (plan.returning === 'before' ? idFirst(before) : (after ?? null)) : null;
+    const doc = which === 'before' ? before && idFirst(before) : after;
+    outcome.document = doc ? project(doc) : null;
   }
   return outcome;
 }
 
-/** Deletes the first document matching `filter` in `sort` order, and returns it. */
+/**
+ * Deletes the first document matching `filter` in `sort` order, and returns it as `project` makes
+ * it, before the transaction commits: an error there deletes nothing.
+ */
 export async function deleteOneDocument(
   sql: Sql,
   c: CollectionRef,
   filter: Filter,
   sort: SortKey[],
+  project: (doc: JsonObject) => JsonObject = (doc) => doc,
 ): Promise<JsonObject | undefined> {
   return retryingConflicts(() =>
     sql.begin(async (tx) => {
@@ -524,7 +536,7 @@ export async function deleteOneDocument(
       await tx.unsafe(`delete from ${c.table} where id = mdb.key($1::text::jsonb)`, [
         JSON.stringify(doc._id),
       ]);
-      return idFirst(doc);
+      return project(idFirst(doc));
     }),
   );
 }

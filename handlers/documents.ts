@@ -142,18 +142,18 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     body: { sort?: unknown; fields?: unknown; returnDocument?: 'before' | 'after' },
     update: UpdatePlan,
   ) {
-    const plan = {
+    const projection = parseProjection(body.fields, update.filter);
+    const plan: UpdatePlan = {
       ...update,
       single: true,
       sort: parseSort(body.sort),
-      returning: body.returnDocument ?? 'before',
+      returning: {
+        which: body.returnDocument ?? 'before',
+        project: (doc) => applyProjection(doc, projection),
+      },
     };
-    const projection = parseProjection(body.fields, plan.filter);
     const { document } = await runUpdate(params, plan);
-    return {
-      status: 200 as const,
-      body: { result: { value: document ? applyProjection(document, projection) : null } },
-    };
+    return { status: 200 as const, body: { result: { value: document ?? null } } };
   }
 
   const findOneAndUpdate: Handler<'findOneAndUpdate'> = ({ params, body }) =>
@@ -162,28 +162,28 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
   const findOneAndReplace: Handler<'findOneAndReplace'> = ({ params, body }) =>
     findOneAndModify(params, body, updatePlan(body, 'replacement'));
 
-  async function deleteOne(params: StoragePath, body: { query: unknown; sort?: unknown }) {
+  /** Deletes the first match, and returns it as `fields` projects it. */
+  async function deleteOne(params: StoragePath, body: { query: unknown; sort?: unknown; fields?: unknown }) {
     const filter = parseFilter(body.query);
     const sort = parseSort(body.sort);
+    const projection = parseProjection(body.fields, filter);
     const { table, doc } = await inCollection(params.name, params.storage_name, async (c) => ({
       table: c.table,
-      doc: await deleteOneRow(sql, c, filter, sort),
+      doc: await deleteOneRow(sql, c, filter, sort, (d) => applyProjection(d, projection)),
     }));
     statistics.noteWrites(table, doc ? 1 : 0);
-    return { filter, doc };
+    return doc ?? null;
   }
 
   const deleteOneDocument: Handler<'deleteOneDocument'> = async ({ params, body }) => {
-    const { doc } = await deleteOne(params, body);
+    const doc = await deleteOne(params, body);
     return { status: 200, body: { result: { deletedCount: doc ? 1 : 0 } } };
   };
 
-  const findOneAndDelete: Handler<'findOneAndDelete'> = async ({ params, body }) => {
-    // The projection is checked before anything is deleted.
-    const projection = parseProjection(body.fields, parseFilter(body.query));
-    const { doc } = await deleteOne(params, body);
-    return { status: 200, body: { result: { value: doc ? applyProjection(doc, projection) : null } } };
-  };
+  const findOneAndDelete: Handler<'findOneAndDelete'> = async ({ params, body }) => ({
+    status: 200,
+    body: { result: { value: await deleteOne(params, body) } },
+  });
 
   const countDocuments: Handler<'countDocuments'> = async ({ params, body }) => {
     const filter = parseFilter(body.query);

@@ -57,9 +57,15 @@ const QUEUE: Doc[] = Array.from({ length: 10 }, (_, i) => ({
   value: 0,
 }));
 
-const DATASETS = { GRADES, SCORES, RESTAURANTS, QUEUE };
+// Arrays for the positional projection.
+const ARRAYS: Doc[] = [
+  { _id: 1, grades: [80, 85, 90] },
+  { _id: 2, grades: [88, 90, 92] },
+];
+
+const DATASETS = { GRADES, SCORES, RESTAURANTS, QUEUE, ARRAYS };
 type Dataset = keyof typeof DATASETS;
-const INDEXED_PATHS = ['name', 'points', 'team', 'score', 'priority', 'inprogress', 'violations'];
+const INDEXED_PATHS = ['grades', 'name', 'points', 'team', 'score', 'priority', 'inprogress', 'violations'];
 
 const newId = expect.stringMatching(/^[0-9a-f]{24}$/);
 
@@ -166,6 +172,14 @@ const CASES: Case[] = [
     { query: { name: 'Nobody' }, doc: { $inc: { points: 5 } }, returnDocument: 'after' },
     { value: null },
     GRADES,
+  ],
+  [
+    'findOneAndUpdate with a positional projection returns the element the query matched',
+    'ARRAYS',
+    'find-one-and-update',
+    { query: { grades: { $gte: 85 } }, doc: { $inc: { n: 1 } }, fields: { 'grades.$': 1 } },
+    { value: { _id: 1, grades: [85] } },
+    [{ ...ARRAYS[0], n: 1 }, ARRAYS[1]] as Doc[],
   ],
   // ---- find_and_modify.js: the queue ----
   [
@@ -517,6 +531,20 @@ const ERRORS: ErrorCase[] = [
     400,
     'INVALID_QUERY',
     /Cannot do exclusion on field Borough in inclusion projection/,
+  ],
+  [
+    'a positional projection the document after the update no longer matches writes nothing',
+    'ARRAYS',
+    'find-one-and-update',
+    {
+      query: { grades: { $gte: 85 } },
+      doc: { $set: { grades: [1] } },
+      fields: { 'grades.$': 1 },
+      returnDocument: 'after',
+    },
+    400,
+    'INVALID_QUERY',
+    /found no array element the query matched/,
   ],
   [
     'a sort on a $ path',

@@ -152,6 +152,31 @@ describe('responses', () => {
   });
 });
 
+describe('a token outlives index changes', () => {
+  it('an index created or dropped mid-walk keeps the sequence (its key columns hold the same keys)', async () => {
+    const col = await freshCollection(t);
+    await col.insert(DOCS);
+    const body = { sort: { a: -1, 'c.d': 1 } };
+    const all = await col.ids(body);
+    const seen: unknown[] = [];
+    let cursor: string | undefined;
+    for (let i = 0; ; i++) {
+      if (i === 2) await col.index(['a'], { name: 'byA' });
+      if (i === 3) await col.index([{ a: -1 }, { 'c.d': 1 }], { name: 'byAC' });
+      if (i === 5) {
+        const res = await t.request({ method: 'DELETE', url: `${col.url}/indexes/byAC` });
+        expect(res.status, res.text).toBe(204);
+      }
+      const res = await col.call('read', { ...body, limit: 2, ...(cursor ? { cursor } : {}) });
+      expect(res.status, res.text).toBe(200);
+      seen.push(...res.body.result.map((d: Body) => d._id));
+      cursor = res.body.next;
+      if (!cursor) break;
+    }
+    expect(seen).toEqual(all);
+  });
+});
+
 describe('a cursor that does not fit the read is a 400 naming cursor', () => {
   let col: Col;
   let next: string;

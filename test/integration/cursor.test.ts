@@ -63,6 +63,9 @@ const DOCS = [
   { _id: 14, a: 'Str', b: 'y' },
   { _id: 15, a: [null, 4], b: 'x', c: { d: 2 } },
   { _id: 16, a: [[1], 0], b: 'z', c: { d: 2 } },
+  // Keys are cut at 1,024 bytes: these two tie on their keys and go in _id order, in a walk too.
+  { _id: 17, a: `${'x'.repeat(1100)}b`, b: 'y', c: { d: 'x'.repeat(2000) } },
+  { _id: 18, a: `${'x'.repeat(1100)}a`, b: 'y', c: { d: `${'x'.repeat(2000)}a` } },
 ];
 
 const SORTS: (Record<string, 1 | -1> | undefined)[] = [

@@ -217,6 +217,24 @@ describe('a cursor that does not fit the read is a 400 naming cursor', () => {
     expect(res.body.detail).toMatch(message);
   });
 
+  it('any string, and any change to a real token, is a 400, never a page or a 500', async () => {
+    const changed = fc
+      .tuple(fc.nat(), fc.constantFrom(...'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_'))
+      .map(([i, c]) => next.slice(0, i % next.length) + c + next.slice((i % next.length) + 1))
+      .filter((s) => s !== next);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.oneof(fc.string({ minLength: 1 }), fc.base64String({ minLength: 1 }), changed),
+        async (cursor) => {
+          const res = await col.call('read', { ...body, cursor });
+          expect(res.status, res.text).toBe(400);
+          expect(res.body.code).toBe('INVALID_QUERY');
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
+
   it('a token longer than any issued is refused by the schema', async () => {
     const res = await col.call('read', { ...body, cursor: 'A'.repeat(131_073) });
     expect(res.status, res.text).toBe(400);

@@ -117,22 +117,30 @@ export function decodeCursor(token: string, binding: Buffer, keyCount: number): 
  * The rows strictly after `after` in the order `order`. With every key in one direction it is one
  * row comparison, which a btree on those columns serves as a range (its leading columns as the
  * index condition); with mixed directions, the expanded chain `k1 > v1 or (k1 = v1 and k2 < v2) or
- * ...`, led by `k1 >= v1` so an index on the first key still bounds the scan. The keys are never
+ * ...`, led by `(k1, ...) >= (v1, ...)` over the leading keys in one direction, so an index on them
+ * still bounds the scan. The keys are never
  * null (compileOrderKeys), so plain comparisons are exact.
  */
 export function keysetPredicate(order: OrderKey[], after: Buffer[], params: Params): string {
   if (order.length !== after.length || order.length === 0) throw damaged();
   const values = after.map((k) => `decode(${params.text(k.toString('hex'))}, 'hex')`);
-  const dir = order[0]?.dir;
   const beyond = (d: 1 | -1) => (d === 1 ? '>' : '<');
-  if (order.every((k) => k.dir === dir)) {
-    if (order.length === 1) return `${order[0]?.sql} ${beyond(dir ?? 1)} ${values[0]}`;
-    return `(${order.map((k) => k.sql).join(', ')}) ${beyond(dir ?? 1)} (${values.join(', ')})`;
-  }
+  /** `k op v` for one key, a row comparison for several. */
+  const compare = (n: number, op: string) =>
+    n === 1
+      ? `${order[0]?.sql} ${op} ${values[0]}`
+      : `(${order
+          .slice(0, n)
+          .map((k) => k.sql)
+          .join(', ')}) ${op} (${values.slice(0, n).join(', ')})`;
+  const dir = (order[0] as OrderKey).dir;
+  // The leading keys that share the first one's direction.
+  let lead = 1;
+  while (order[lead]?.dir === dir) lead++;
+  if (lead === order.length) return compare(lead, beyond(dir));
   const chain = order.map((k, i) => {
     const equal = order.slice(0, i).map((e, j) => `${e.sql} = ${values[j]}`);
     return [...equal, `${k.sql} ${beyond(k.dir)} ${values[i]}`].join(' and ');
   });
-  const first = order[0] as OrderKey;
-  return `${first.sql} ${beyond(first.dir)}= ${values[0]} and (${chain.map((c) => `(${c})`).join(' or ')})`;
+  return `${compare(lead, `${beyond(dir)}=`)} and (${chain.map((c) => `(${c})`).join(' or ')})`;
 }

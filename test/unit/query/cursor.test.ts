@@ -137,6 +137,11 @@ describe('keysetPredicate: the rows after a position, in the order of the ORDER 
       `a >= ${d(1)} and ((a > ${d(1)}) or (a = ${d(1)} and b < ${d(2)}) or (a = ${d(1)} and b = ${d(2)} and id < ${d(3)}))`,
     ],
     [
+      'mixed, the leading keys of one direction as the bound',
+      [k('a', 1), k('b', 1), k('c', -1), k('id', -1)],
+      `(a, b) >= (${d(1)}, ${d(2)}) and ((a > ${d(1)}) or (a = ${d(1)} and b > ${d(2)}) or (a = ${d(1)} and b = ${d(2)} and c < ${d(3)}) or (a = ${d(1)} and b = ${d(2)} and c = ${d(3)} and id < ${d(4)}))`,
+    ],
+    [
       'mixed, descending first',
       [k('a', -1), k('id', 1)],
       `a <= ${d(1)} and ((a < ${d(1)}) or (a = ${d(1)} and id > ${d(2)}))`,

@@ -118,8 +118,7 @@ export function decodeCursor(token: string, binding: Buffer, keyCount: number): 
  * row comparison, which a btree on those columns serves as a range (its leading columns as the
  * index condition); with mixed directions, the expanded chain `k1 > v1 or (k1 = v1 and k2 < v2) or
  * ...`, led by `(k1, ...) >= (v1, ...)` over the leading keys in one direction, so an index on them
- * still bounds the scan. The keys are never
- * null (compileOrderKeys), so plain comparisons are exact.
+ * still bounds the scan. The keys are never null (compileOrderKeys), so plain comparisons are exact.
  */
 export function keysetPredicate(order: OrderKey[], after: Buffer[], params: Params): string {
   if (order.length !== after.length || order.length === 0) throw damaged();

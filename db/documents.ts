@@ -1,13 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { type CollectionRef, catalogGuard, trackingMultikey } from './collections.js';
 import { idFirstJsonbBytes } from './jsonb-id-first.js';
+import { keysetPredicate } from './query/cursor.js';
 import { isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
 import type { Filter } from './query/filter-ast.js';
 import { compileFilter } from './query/filter-sql.js';
 import { idFirst } from './query/json.js';
 import { Params } from './query/params.js';
 import { type FieldPath, rootNavs } from './query/path.js';
-import { compileSort, type SortKey } from './query/sort.js';
+import { compileOrderKeys, orderByText, type SortKey } from './query/sort.js';
 import { CONFLICT_ATTEMPTS, retryingConflicts, type Sql, type TransactionSql } from './sql.js';
 
 /** Raised when an insert or upsert would duplicate `_id` or a unique index key. */
@@ -108,6 +109,8 @@ export interface ReadOptions {
   sort: SortKey[];
   skip: number;
   limit: number;
+  /** The ORDER BY values of the row to continue after (a decoded cursor). */
+  after?: Buffer[];
 }
 
 export interface Statement {
@@ -115,14 +118,22 @@ export interface Statement {
   values: string[];
 }
 
-/** The one statement a read runs; exported so tests can EXPLAIN exactly what the API executes. */
+/**
+ * The one statement a read runs; exported so tests can EXPLAIN exactly what the API executes. It
+ * reads one row past the limit, so that whether more remain is known without counting, and selects
+ * each row's ORDER BY values (k0, k1, ...) beside the document: a cursor takes them from the last
+ * row, as SQL computed them for the order, never from the (maybe projected) document. They are the
+ * ORDER BY's own expressions, so the planner computes each once per row.
+ */
 export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false): Statement {
   const params = new Params();
   const columns = catalogDependentColumns(c);
   const where = compileFilter(o.filter, { params, indexed: columns.indexed });
-  const orderBy = compileSort(o.sort, columns, params);
+  const order = compileOrderKeys(o.sort, columns, params);
+  const keyset = o.after ? `(${keysetPredicate(order, o.after, params)}) and ` : '';
   const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
-  const text = `select doc from ${c.table} where ${guard}${where} order by ${orderBy} offset ${params.int(o.skip)} limit ${params.int(o.limit)}`;
+  const keys = order.map((k, i) => `${k.sql} as k${i}`).join(', ');
+  const text = `select doc, ${keys} from ${c.table} where ${guard}${keyset}${where} order by ${orderByText(order)} offset ${params.int(o.skip)} limit ${params.int(o.limit + 1)}`;
   return { text: c.texts.shared(text), values: params.values };
 }
 
@@ -210,45 +221,77 @@ function guardClause(c: CollectionRef): string {
   return `${catalogGuard(c)} and `;
 }
 
+export interface Page<T> {
+  result: T;
+  /** The ORDER BY values of the page's last document, when more documents follow it. */
+  next?: Buffer[];
+}
+
+export async function readPage(
+  sql: Sql,
+  c: CollectionRef,
+  o: ReadOptions,
+  guarded = false,
+): Promise<Page<JsonObject[]>> {
+  const { text, values } = readStatement(c, o, guarded);
+  const rows = await sql.unsafe<({ doc: JsonObject } & Record<string, Buffer>)[]>(text, values);
+  const page = rows.slice(0, o.limit);
+  const last = page.at(-1);
+  const result = page.map((r) => idFirst(r.doc));
+  if (rows.length <= o.limit || !last) return { result };
+  const next: Buffer[] = [];
+  for (let i = 0; `k${i}` in last; i++) next.push(last[`k${i}`] as Buffer);
+  return { result, next };
+}
+
 export async function readDocuments(
   sql: Sql,
   c: CollectionRef,
   o: ReadOptions,
   guarded = false,
 ): Promise<JsonObject[]> {
-  const { text, values } = readStatement(c, o, guarded);
-  const rows = await sql.unsafe<{ doc: JsonObject }[]>(text, values);
-  return rows.map((r) => idFirst(r.doc));
+  return (await readPage(sql, c, o, guarded)).result;
 }
 
 /**
- * What readDocuments finds, as one JSON array in UTF-8, without parsing a document: each is the
+ * What readPage finds, as one JSON array in UTF-8, without parsing a document: each is the
  * database's own text of it (`{"k": v, ...}`: jsonb's spacing, and numbers with the digits stored)
  * with `_id` moved first. Parsing documents only to serialize them again was most of what a read
  * cost this server beyond the query itself.
  */
-export async function readDocumentsJson(
+export async function readPageJson(
   sql: Sql,
   c: CollectionRef,
   o: ReadOptions,
   guarded = false,
-): Promise<Buffer> {
+): Promise<Page<Buffer>> {
   const { text, values } = readStatement(c, o, guarded);
   // Row by row (forEach) rather than from the query's result array: postgres.js's query objects
   // are often allocated in the old generation, and one that has answered keeps its result alive
   // until the next full collection, so every row of every read outlived the young-generation
   // collections. The callback is kept as long, so it is left holding an empty string.
   let json = '[';
+  let n = 0;
+  let lastKeys: Buffer[] | undefined;
+  let more = false;
   await sql
     .unsafe(text, values)
     .raw()
     .forEach((row) => {
-      const doc = idFirstJsonbBytes((row as unknown as [Buffer])[0]);
+      const cells = row as unknown as Buffer[];
+      if (++n > o.limit) {
+        more = true;
+        return;
+      }
+      const doc = idFirstJsonbBytes(cells[0] as Buffer);
       json += json.length > 1 ? `,${doc}` : doc;
+      // Raw cells are text: bytea as `\x<hex>`. Only the last row's are kept (and decoded).
+      if (n === o.limit) lastKeys = cells.slice(1);
     });
-  const bytes = Buffer.from(`${json}]`, 'latin1');
+  const result = Buffer.from(`${json}]`, 'latin1');
   json = '';
-  return bytes;
+  if (!more || !lastKeys) return { result };
+  return { result, next: lastKeys.map((k) => Buffer.from(k.toString('latin1', 2), 'hex')) };
 }
 
 export async function countDocuments(
@@ -427,7 +470,7 @@ async function lockFirst(
 ): Promise<JsonObject | undefined> {
   const params = new Params();
   const where = compileFilter(filter, { params, indexed: c.paths });
-  const orderBy = compileSort(sort, { indexed: c.paths }, params);
+  const orderBy = orderByText(compileOrderKeys(sort, { indexed: c.paths }, params));
   const first = `select doc from ${c.table} where ${catalogGuard(c)} and ${where} order by ${orderBy} limit 1`;
   for (;;) {
     const [row] = await tx.unsafe<{ doc: JsonObject }[]>(`${first} for update`, params.values);

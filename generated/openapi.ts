@@ -452,6 +452,13 @@ export interface paths {
          *     Without `sort` the order is `_id` ascending, so paging with `skip` is stable. Without
          *     `fields` documents are sent as PostgreSQL renders them: a space after each `:` and `,`,
          *     numbers in plain decimal notation; with `fields` the JSON is compact. The values are the same.
+         *
+         *     Past the first pages, continue with `cursor` rather than `skip`: every response that has
+         *     more matching documents after it carries `next`, a token for the page after it. A walk
+         *     with `cursor` sees every document that matches for the whole walk exactly once, in the
+         *     sort's order, even while others write: a document inserted, or changed so that it sorts,
+         *     before the current page is not seen; one changed so that it sorts after the current page
+         *     is seen again there; one deleted before its page comes is not seen.
          */
         post: operations["readDocuments"];
         delete?: never;
@@ -1218,10 +1225,19 @@ export interface components {
             fields?: {
                 [key: string]: unknown;
             };
-            /** @description Documents to skip. Default 0. */
+            /** @description Documents to skip. Default 0. Not allowed with `cursor`. */
             skip?: number;
             /** @description Maximum documents to return, 1 to 1,000. Default 100. */
             limit?: number;
+            /**
+             * @description (An addition to the interface.) The `next` of the previous page, unchanged: this page
+             *     starts right after that page's last document, found by its sort keys rather than by
+             *     counting, so a deep page costs what the first one does. Send the same `query` and `sort`
+             *     as the read that returned it (`fields` and `limit` may change); another query or sort,
+             *     a token that is altered or garbled, or `cursor` with `skip`, is a `400 INVALID_QUERY`.
+             *     Tokens do not expire and hold no state in the server.
+             */
+            cursor?: string;
         };
         CreateRequest: {
             /** @description 1 to 1,000 documents. */
@@ -1250,6 +1266,11 @@ export interface components {
         };
         DocumentListEnvelope: {
             result: components["schemas"]["Document"][];
+            /**
+             * @description (An addition to the interface.) Present when more documents match after this page:
+             *     an opaque token to send as `cursor` for the next page. Absent on the last page.
+             */
+            next?: string;
         };
         InsertResultEnvelope: {
             result: {

@@ -6,17 +6,18 @@ import {
   deleteDocuments as deleteRows,
   distinctValues as distinctRows,
   insertDocuments,
-  readDocumentsJson,
-  readDocuments as readRows,
+  readPage,
+  readPageJson,
   type UpdateOutcome,
   type UpdatePlan,
   updateDocuments as updateRows,
 } from '../db/documents.js';
+import { cursorBinding, decodeCursor, encodeCursor } from '../db/query/cursor.js';
 import { type JsonObject, QueryError } from '../db/query/errors.js';
 import { parseFilter } from '../db/query/filter-ast.js';
 import { parsePath } from '../db/query/path.js';
 import { applyProjection, parseProjection, projectsEverything } from '../db/query/projection.js';
-import { parseSort } from '../db/query/sort.js';
+import { orderKeyCount, parseSort } from '../db/query/sort.js';
 import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../db/query/update.js';
 import { errors } from '../errors.js';
 import { EncodedJson } from '../http/encoded-json.js';
@@ -89,16 +90,33 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     const filter = parseFilter(body.query ?? {});
     const sort = parseSort(body.sort);
     const projection = parseProjection(body.fields, filter);
-    const options = { filter, sort, skip: body.skip ?? 0, limit: body.limit ?? DEFAULT_LIMIT };
+    if (body.cursor !== undefined && body.skip !== undefined)
+      throw new QueryError(
+        'cursor and skip cannot be combined: the cursor already says where the page starts.',
+      );
+    const binding = cursorBinding(body.query, body.sort);
+    const after =
+      body.cursor === undefined ? undefined : decodeCursor(body.cursor, binding, orderKeyCount(sort));
+    const options = {
+      filter,
+      sort,
+      skip: body.skip ?? 0,
+      limit: body.limit ?? DEFAULT_LIMIT,
+      ...(after ? { after } : {}),
+    };
+    const next = (keys: Buffer[] | undefined) => (keys ? { next: encodeCursor(binding, keys) } : {});
     // Without a projection the documents go out as the database wrote them, never parsed.
     if (projectsEverything(projection)) {
-      const result = await inCollection(params.name, params.storage_name, (c) =>
-        readDocumentsJson(sql, c, options, true),
+      const page = await inCollection(params.name, params.storage_name, (c) =>
+        readPageJson(sql, c, options, true),
       );
-      return { status: 200, body: EncodedJson.member('result', result) };
+      return { status: 200, body: EncodedJson.member('result', page.result, next(page.next)) };
     }
-    const docs = await inCollection(params.name, params.storage_name, (c) => readRows(sql, c, options, true));
-    return { status: 200, body: { result: docs.map((d) => applyProjection(d, projection)) } };
+    const page = await inCollection(params.name, params.storage_name, (c) => readPage(sql, c, options, true));
+    return {
+      status: 200,
+      body: { result: page.result.map((d) => applyProjection(d, projection)), ...next(page.next) },
+    };
   };
 
   const createDocuments: Handler<'createDocuments'> = async ({ params, body }) => {

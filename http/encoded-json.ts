@@ -7,10 +7,11 @@ export class EncodedJson<T> {
 
   constructor(readonly bytes: Buffer) {}
 
-  /** `{"<key>": <value>}`, the value already encoded. */
-  static member<T>(key: keyof T & string, value: Buffer): EncodedJson<T> {
-    return new EncodedJson<T>(Buffer.concat([Buffer.from(`{${JSON.stringify(key)}:`), value, CLOSE_BRACE]));
+  /** `{"<key>": <value>, ...rest}`, the value already encoded; `rest` (small) encoded here. */
+  static member<T>(key: keyof T & string, value: Buffer, rest?: NoInfer<Partial<T>>): EncodedJson<T> {
+    const more = rest && Object.keys(rest).length ? `,${JSON.stringify(rest).slice(1, -1)}` : '';
+    return new EncodedJson<T>(
+      Buffer.concat([Buffer.from(`{${JSON.stringify(key)}:`), value, Buffer.from(`${more}}`)]),
+    );
   }
 }
-
-const CLOSE_BRACE = Buffer.from('}');

@@ -29,34 +29,54 @@ export interface SortColumns {
   indexed(path: string): (IndexedPath & { desc?: string }) | undefined;
 }
 
+/** One expression of the ORDER BY, with its direction: the keyset of a cursor compares the same. */
+export interface OrderKey {
+  sql: string;
+  dir: 1 | -1;
+}
+
 /**
  * ORDER BY in MongoDB's order: BSON type brackets, arrays by their smallest element ascending and
  * largest descending, missing as null. Indexed paths sort by their key columns (so the btree can
  * deliver the order); others by mdb.sort_key(). Ties are broken by _id, in the last key's direction,
- * so pages are stable and a single-key sort matches the index order exactly.
+ * so pages are stable and a single-key sort matches the index order exactly. Every expression is a
+ * non-null bytea (an index's key column is the same mdb.sort_key() the fallback computes), so the
+ * last one is always `id` and the list orders documents totally.
  */
-export function compileSort(keys: SortKey[], columns: SortColumns, params: Params): string {
-  const parts: string[] = [];
-  let idSeen = false;
+export function compileOrderKeys(keys: SortKey[], columns: SortColumns, params: Params): OrderKey[] {
+  const parts: OrderKey[] = [];
   for (const { path, dir } of keys) {
-    const order = dir === 1 ? 'asc' : 'desc';
     if (path === '_id') {
-      parts.push(`id ${order}`);
-      idSeen = true;
-      break; // _id is unique: later keys cannot change the order
+      parts.push({ sql: 'id', dir });
+      return parts; // _id is unique: later keys cannot change the order
     }
     const idx = columns.indexed(path);
     const column = dir === 1 ? idx?.key : idx?.desc;
-    if (column) parts.push(`${column} ${order}`);
+    if (column) parts.push({ sql: column, dir });
     else {
       const parsed = parsePath(path);
       const missing = missingPredicate(parsed);
       const navsRef = params.jsonpathArray(rootNavs(parsed));
-      parts.push(
-        `mdb.sort_key(doc, ${navsRef}, ${dir}, ${missing ? params.jsonpath(missing) : 'null'}) ${order}`,
-      );
+      parts.push({
+        sql: `mdb.sort_key(doc, ${navsRef}, ${dir}, ${missing ? params.jsonpath(missing) : 'null'})`,
+        dir,
+      });
     }
   }
-  if (!idSeen) parts.push(`id ${keys.at(-1)?.dir === -1 ? 'desc' : 'asc'}`);
-  return parts.join(', ');
+  parts.push({ sql: 'id', dir: keys.at(-1)?.dir === -1 ? -1 : 1 });
+  return parts;
+}
+
+/** How many expressions compileOrderKeys gives for a sort, known before the catalog is. */
+export function orderKeyCount(keys: SortKey[]): number {
+  const id = keys.findIndex((k) => k.path === '_id');
+  return id === -1 ? keys.length + 1 : id + 1;
+}
+
+export function orderByText(order: OrderKey[]): string {
+  return order.map((k) => `${k.sql} ${k.dir === 1 ? 'asc' : 'desc'}`).join(', ');
+}
+
+export function compileSort(keys: SortKey[], columns: SortColumns, params: Params): string {
+  return orderByText(compileOrderKeys(keys, columns, params));
 }

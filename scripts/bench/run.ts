@@ -10,6 +10,7 @@
  *   npm run bench -- --docs 200000 --runs 9     # smaller, more runs
  *   npm run bench -- --embedded                 # embedded PGlite (100,000 documents, no baseline)
  *   npm run bench -- --soak 60                  # RSS over 60 s of sustained reads (the default)
+ *   npm run bench -- --docs 100000 --only 'cursor walk'   # every page of a walk with `cursor`, timed
  *   npm run bench -- --cpu-prof DIR             # also a CPU profile of each scenario's measured runs, per server
  *   BENCH_NODE_FLAGS=--trace-gc-nvp npm run bench -- --only lookup   # Node options for both servers
  *
@@ -1039,6 +1040,58 @@ async function runSustainedReads(workplace: string, results: Results): Promise<v
   ]);
 }
 
+/** Documents per page of the cursor walk: the read's limit. */
+const WALK_PAGE = 1000;
+
+/**
+ * The whole large collection walked with `cursor`, a page at a time in an indexed sort with ties
+ * (`age`, broken by `_id`), timing each page: keyset paging finds each page through the index, so
+ * the last pages must cost what the first do, where `skip` reads every skipped document. The
+ * target compares medians of the first and last tenth of the pages, which one slow page (the
+ * machine is shared) cannot move; a skip read at the last page's depth is timed for contrast.
+ */
+async function runCursorWalk(workplace: string, results: Results): Promise<void> {
+  const scenario = `cursor walk over ${LARGE} documents, ${WALK_PAGE} a page`;
+  const url = `/v1/workplaces/${workplace}/storages/large/read`;
+  const body = { sort: { age: 1 }, fields: { age: 1 }, limit: WALK_PAGE };
+  const times: number[] = [];
+  const seen = new Set<string>();
+  let lastAge = -Infinity;
+  let ordered = true;
+  let cursor: string | undefined;
+  const walk = await peakRss(serverPid, async () => {
+    do {
+      const t0 = performance.now();
+      const page = (await call('POST', url, { ...body, ...(cursor ? { cursor } : {}) })) as {
+        result: { _id: string; age: number }[];
+        next?: string;
+      };
+      times.push(performance.now() - t0);
+      for (const d of page.result) {
+        seen.add(d._id);
+        if (d.age < lastAge) ordered = false;
+        lastAge = d.age;
+      }
+      cursor = page.next;
+    } while (cursor);
+  });
+  const skipAtEnd = median(
+    await Promise.all(
+      [0, 1, 2].map(() => timeIt(() => call('POST', url, { ...body, skip: Math.max(0, LARGE - WALK_PAGE) }))),
+    ),
+  );
+  const tenth = Math.max(1, Math.floor(times.length / 10));
+  const first = median(times.slice(0, tenth));
+  const last = median(times.slice(-tenth));
+  results.rows.push({ scenario, api: ms(median(times)), rssPeak: walk.peak, unit: 'ms/page' });
+  const complete = seen.size === LARGE && ordered;
+  results.targets.push([
+    'cursor walk: median page time of the last tenth <= 2 x the first tenth, every document once, in order',
+    complete && last <= 2 * first,
+    `${times.length} pages; first tenth ${first.toFixed(1)} ms, last tenth ${last.toFixed(1)} ms (${(last / Math.max(first, 0.01)).toFixed(2)} x); ${seen.size} distinct documents${ordered ? '' : ', OUT OF ORDER'}; skip to the last page: ${skipAtEnd.toFixed(1)} ms`,
+  ]);
+}
+
 /** Whatever the run got to: the workplace deleted, the connection closed, both servers stopped. */
 async function cleanUp(workplace: string, sql: postgres.Sql | undefined): Promise<void> {
   if (api) await call('DELETE', `/v1/workplaces/${workplace}`).catch(() => {});
@@ -1069,6 +1122,7 @@ async function main() {
     if (selected('updateMany')) await runUpdateMany(workplace, captured.values, results);
     if (selected('findOneAndUpdate')) await runFindOneAndUpdate(workplace, captured.values, results);
     if (selected('workplace + collection')) await runWorkplaceCycle(results);
+    if (selected('cursor walk')) await runCursorWalk(workplace, results);
     if (selected('OIDC token endpoint')) await runOidcTokenEndpoint(workplace, results);
     if (SOAK > 0 && selected('sustained reads')) await runSustainedReads(workplace, results);
     report(results);

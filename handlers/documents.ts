@@ -21,6 +21,11 @@ import type { Handler, HandlerDeps } from './types.js';
 
 export const DEFAULT_LIMIT = 100;
 
+/** The update part of a request body, for every route that updates: the update and its array filters. */
+export function parseUpdateRequest(body: { doc: unknown; arrayFilters?: unknown }) {
+  return parseUpdate(body.doc, { arrayFilters: body.arrayFilters });
+}
+
 async function orConflict<T>(work: Promise<T>): Promise<T> {
   try {
     return await work;
@@ -72,12 +77,12 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
   const updateDocuments: Handler<'updateDocuments'> = async ({ params, body }) => {
     const query = body.query as JsonObject;
     const filter = parseFilter(query);
-    const update = parseUpdate(body.doc);
+    const update = parseUpdateRequest(body);
     const seed = body.upsert ? upsertSeed(query, update) : undefined;
     const now = new Date();
     const plan = {
       filter,
-      apply: (doc: JsonObject) => applyUpdate(doc, update, { now, isInsert: false }),
+      apply: (doc: JsonObject) => applyUpdate(doc, update, { now, isInsert: false, filter }),
       modified: (before: JsonObject, after: JsonObject) => !jsonEqual(before, after),
       single: update.kind === 'replacement',
       ...(seed ? { upsert: () => applyUpdate(seed, update, { now, isInsert: true }) } : {}),

@@ -87,6 +87,8 @@ function applyOperators(
 /**
  * Every operator with the concrete paths it changes in this document, all found before any is
  * applied. Positional paths that meet in this document are MongoDB's "Update created a conflict".
+ * A $setOnInsert that an update skips still has its positional paths resolved, as MongoDB walks
+ * its whole update tree before a leaf decides to do nothing: their errors are errors on updates too.
  */
 function resolveTargets(
   doc: JsonObject,
@@ -102,8 +104,8 @@ function resolveTargets(
   const targets: { op: UpdateOp; path: UpdatePath }[] = [];
   let positional = false;
   for (const op of update.ops) {
-    if (op.op === '$setOnInsert' && !opts.isInsert) continue;
     if (isPositionalPath(op.path)) positional = true;
+    else if (op.op === '$setOnInsert' && !opts.isInsert) continue;
     for (const path of resolvePaths(op.path, ctx)) targets.push({ op, path });
   }
   if (positional) {
@@ -114,7 +116,7 @@ function resolveTargets(
       if (clash) throw new QueryError(`Update created a conflict at '${clash.at}'.`);
     }
   }
-  return targets;
+  return opts.isInsert ? targets : targets.filter((t) => t.op.op !== '$setOnInsert');
 }
 
 function applyOp(t: Target, op: UpdateOp, now: Date): void {

@@ -465,8 +465,9 @@ const applyCases: (Case & { expected: JsonObject })[] = [
     expected: { _id: 0, a: [0] },
   },
   {
-    name: '$setOnInsert with $ on an update is not evaluated',
+    name: '$setOnInsert with $ does nothing on an update whose query matched an element',
     doc: { _id: 0, a: [0] },
+    query: { a: 0 },
     update: { $setOnInsert: { 'a.$': 1 } },
     expected: { _id: 0, a: [0] },
   },
@@ -697,6 +698,19 @@ const applyErrorCases: (Case & { error: RegExp })[] = [
     query: { a: { $regex: 'x' } },
     update: { $set: { 'a.$': 1 } },
     error: /^The positional operator \(\$\) cannot be used with a query holding \$regex/,
+  },
+  {
+    name: '$setOnInsert with $ on an update whose query matched no element (MongoDB resolves it first)',
+    doc: { _id: 0, a: [0] },
+    query: { _id: 0 },
+    update: { $setOnInsert: { 'a.$': 1 } },
+    error: /^The positional operator did not find the match needed from the query\.$/,
+  },
+  {
+    name: '$setOnInsert with $[] on an update of a document without the array',
+    doc: { _id: 0 },
+    update: { $setOnInsert: { 'a.$[]': 1 } },
+    error: /^The path 'a' must exist in the document in order to apply array updates\.$/,
   },
   {
     name: '$[] on a missing array',

@@ -5,7 +5,7 @@
  */
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
 import { type Filter, parseFilter } from './filter-ast.js';
-import { cloneJson, describeValue, getOwn } from './json.js';
+import { cloneJson, describeValue, getOwn, setOwn } from './json.js';
 import { MAX_PATH_LENGTH, MAX_PATH_SEGMENTS, splitPath } from './path.js';
 import {
   checkFiltersUsed,
@@ -332,7 +332,7 @@ function parsePullMatcher(path: UpdatePath, arg: Json): PullMatcher {
   for (const [op, value] of Object.entries(arg)) {
     if (COMPARISONS.includes(op) && value !== null && typeof value === 'object')
       comparisons.push({ op: op as PullComparison['op'], value: cloneJson(value) });
-    else rest[op] = value;
+    else setOwn(rest, op, value);
   }
   const filter =
     Object.keys(rest).length === 0 ? { kind: 'all' as const } : pullFilter(path, { [key]: rest });

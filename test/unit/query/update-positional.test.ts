@@ -929,6 +929,11 @@ const parseErrorCases: { name: string; update: JsonObject; arrayFilters?: unknow
     error: /^The destination field for \$rename may not be dynamic: b\.\$\[\]/,
   },
   {
+    name: 'a $pull condition with a __proto__ field among its operators',
+    update: JSON.parse('{"$pull": {"a": {"$gt": 1, "__proto__": {"x": 1}}}}'),
+    error: /The condition on 'a' mixes operators \(\$gt\) with plain fields/,
+  },
+  {
     name: 'a segment that only starts like an identifier',
     update: { $set: { 'a.$[i.j]': 1 } },
     error: /has a field name starting with '\$' \('\$\[i'\)/,

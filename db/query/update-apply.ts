@@ -108,7 +108,8 @@ function resolveTargets(
     else if (op.op === '$setOnInsert' && !opts.isInsert) continue;
     for (const path of resolvePaths(op.path, ctx)) targets.push({ op, path });
   }
-  if (positional) {
+  // One operator's concrete paths are distinct elements, so only several operators can meet.
+  if (positional && update.ops.length > 1) {
     const claims = new PathClaims<string>();
     const written = targets.flatMap(({ op, path }) => (op.op === '$rename' ? [path, op.to] : [path]));
     for (const path of written) {

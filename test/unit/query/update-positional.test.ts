@@ -150,6 +150,28 @@ const applyCases: (Case & { expected: JsonObject })[] = [
     update: { $set: { 'a.$': 0 } },
     expected: { a: [1, 2, 0], b: [4, 5, 6] },
   },
+  // jstests/core/write/update/update_array_offset_positional.js: array offsets give $ no match
+  {
+    name: '$ after an offset in the query path takes the traversal of the array after it',
+    doc: { _id: 0, a: [{ b: [0, 1] }] },
+    query: { _id: 0, 'a.0.b': 1 },
+    update: { $set: { 'a.0.b.$': 2 } },
+    expected: { _id: 0, a: [{ b: [0, 2] }] },
+  },
+  {
+    name: '$ before an offset in the query path takes the traversal before it',
+    doc: { _id: 0, a: [{ b: [0, 1] }] },
+    query: { _id: 0, 'a.b.1': 1 },
+    update: { $set: { 'a.$.b.1': 2 } },
+    expected: { _id: 0, a: [{ b: [0, 2] }] },
+  },
+  {
+    name: '$ ignores offset matches on another path',
+    doc: { _id: 0, a: [0, 1], b: [{ c: [0] }] },
+    query: { _id: 0, a: 1, 'b.0.c.0': 0 },
+    update: { $set: { 'a.$': 2 } },
+    expected: { _id: 0, a: [0, 2], b: [{ c: [0] }] },
+  },
   {
     name: '$ creates a field past the end of a shorter array (the index is used as written)',
     doc: { a: [1, 2, 3], b: [] },
@@ -684,6 +706,20 @@ const applyErrorCases: (Case & { error: RegExp })[] = [
     update: { $set: { 'a.$': 1 } },
     error: /^The positional operator did not find the match needed from the query\.$/,
   },
+  ...(
+    [
+      { doc: { _id: 0, a: [0] }, query: { _id: 0, 'a.0': 0 }, path: 'a.$' },
+      { doc: { _id: 0, a: [{ b: 0 }] }, query: { _id: 0, 'a.0.b': 0 }, path: 'a.$.b' },
+      { doc: { _id: 0, a: [[0]] }, query: { _id: 0, 'a.0.0': 0 }, path: 'a.$.0' },
+      { doc: { _id: 0, a: [{ b: [0] }] }, query: { _id: 0, 'a.0.b.0': 0 }, path: 'a.$.b.0' },
+    ] as { doc: JsonObject; query: JsonObject; path: string }[]
+  ).map(({ doc, query, path }) => ({
+    name: `$ with only an array offset in the query (${Object.keys(query)[1]})`,
+    doc,
+    query,
+    update: { $set: { [path]: 1 } },
+    error: /^The positional operator did not find the match needed from the query\.$/,
+  })),
   {
     name: '$ on an inserting upsert',
     doc: { a: 1 },

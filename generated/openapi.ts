@@ -513,7 +513,9 @@ export interface paths {
          * @description `doc` is either update operators (`$set`, `$inc`, ...), applied to every matching
          *     document, or a replacement document (which keeps `_id`). With `upsert: true` and no
          *     match, one document is inserted from the query's equality fields, `doc`, and
-         *     `$setOnInsert`. `query` is required: `{}` selects every document.
+         *     `$setOnInsert`. `query` is required: `{}` selects every document. Paths may hold MongoDB's
+         *     positional operators: `$` (the array element the query matched), `$[]` (every element)
+         *     and `$[<id>]` (the elements `arrayFilters` selects for `<id>`).
          */
         post: operations["updateDocuments"];
         delete?: never;
@@ -1251,7 +1253,18 @@ export interface components {
             };
             /** @description Insert one document when nothing matches. Default `false`. */
             upsert?: boolean;
+            arrayFilters?: components["schemas"]["ArrayFilters"];
         };
+        /**
+         * @description MongoDB's array filters: one query per identifier, on `<id>` (the element) and
+         *     `<id>.<field>` keys, such as `{"low": {"$lt": 60}}` or `{"g.score": {"$gte": 8}}`.
+         *     A path segment `$[<id>]` then updates the elements the filter for `<id>` matches.
+         *     Identifiers start with a lowercase letter, then letters and digits; every filter
+         *     must be used by a path, and `$regex` is not supported in them.
+         */
+        ArrayFilters: {
+            [key: string]: unknown;
+        }[];
         QueryRequest: {
             query: components["schemas"]["Query"];
         };
@@ -1316,6 +1329,7 @@ export interface components {
                 [key: string]: unknown;
             };
             sort?: components["schemas"]["OneSort"];
+            arrayFilters?: components["schemas"]["ArrayFilters"];
             /** @description Insert one document when nothing matches. Default `false`. */
             upsert?: boolean;
         };
@@ -1344,6 +1358,7 @@ export interface components {
             fields?: {
                 [key: string]: unknown;
             };
+            arrayFilters?: components["schemas"]["ArrayFilters"];
             /** @description Insert one document when nothing matches. Default `false`. */
             upsert?: boolean;
             returnDocument?: components["schemas"]["ReturnDocument"];

@@ -36,12 +36,12 @@ interface StoragePath {
  * requires of `doc`, refused with the words of MongoDB's drivers.
  */
 function updatePlan(
-  body: { query: unknown; doc: unknown; upsert?: boolean },
+  body: { query: unknown; doc: unknown; upsert?: boolean; arrayFilters?: unknown },
   expect?: 'operators' | 'replacement',
 ): UpdatePlan {
   const query = body.query as JsonObject;
   const filter = parseFilter(query);
-  const update = parseUpdate(body.doc);
+  const update = parseUpdate(body.doc, { arrayFilters: body.arrayFilters });
   if (expect === 'operators' && update.kind === 'replacement')
     throw new QueryError(
       'Update document requires atomic operators: use update operators such as {"$set": {...}}, or replace-one to replace the document.',
@@ -54,7 +54,7 @@ function updatePlan(
   const now = new Date();
   return {
     filter,
-    apply: (doc: JsonObject) => applyUpdate(doc, update, { now, isInsert: false }),
+    apply: (doc: JsonObject) => applyUpdate(doc, update, { now, isInsert: false, filter }),
     modified: (before: JsonObject, after: JsonObject) => !jsonEqual(before, after),
     single: update.kind === 'replacement',
     ...(seed

@@ -21,8 +21,11 @@ const NUMERIC = /^(0|[1-9][0-9]{0,8})$/;
 export interface PathChecks {
   empty: () => string;
   emptySegment: () => string;
-  /** A segment starting with '$' (positional operators among them). */
-  dollarSegment: (segment: string) => string;
+  /**
+   * A segment starting with '$' (positional operators among them): the refusal's message, or
+   * undefined where the caller accepts the segment (the update paths' positional operators).
+   */
+  dollarSegment: (segment: string) => string | undefined;
   length?: [max: number, message: () => string];
   segments?: [max: number, message: () => string];
   numericSegments?: [max: number, message: () => string];
@@ -36,7 +39,10 @@ export function splitPath(text: string, checks: PathChecks): string[] {
   if (checks.segments && segments.length > checks.segments[0]) throw new QueryError(checks.segments[1]());
   for (const s of segments) {
     if (s === '') throw new QueryError(checks.emptySegment());
-    if (s.startsWith('$')) throw new QueryError(checks.dollarSegment(s));
+    if (s.startsWith('$')) {
+      const refusal = checks.dollarSegment(s);
+      if (refusal !== undefined) throw new QueryError(refusal);
+    }
   }
   const numeric = checks.numericSegments;
   if (numeric && segments.filter((s) => NUMERIC.test(s)).length > numeric[0])

@@ -1,20 +1,32 @@
 /** Running a parsed update against one document: a copy is changed, the original never is. */
 import { type Json, type JsonObject, QueryError } from './errors.js';
+import type { Filter } from './filter-ast.js';
 import { cloneJson, describeValue, getOwn, idFirst, setOwn } from './json.js';
 import { pullMatches, sortElements } from './update-array-elements.js';
-import { type BitOp, isIndex, type ParsedUpdate, type UpdateOp, type UpdatePath } from './update-parse.js';
+import {
+  type BitOp,
+  isIndex,
+  type ParsedUpdate,
+  PathClaims,
+  type UpdateOp,
+  type UpdatePath,
+} from './update-parse.js';
+import { isPositionalPath, matchedIndexOf, resolvePaths } from './update-positional.js';
 import { bsonCompare, jsonEqual, preview } from './update-values.js';
 
 /** MongoDB's limit on the nulls one update may add to pad an array up to an index. */
 export const MAX_ARRAY_PADDING = 1_500_000;
 
-export function applyUpdate(
-  doc: JsonObject,
-  update: ParsedUpdate,
-  opts: { now: Date; isInsert: boolean },
-): JsonObject {
+/** `filter` is the parsed query that matched `doc`: the positional `$` stands for its match. */
+export interface ApplyOptions {
+  now: Date;
+  isInsert: boolean;
+  filter?: Filter;
+}
+
+export function applyUpdate(doc: JsonObject, update: ParsedUpdate, opts: ApplyOptions): JsonObject {
   const result =
-    update.kind === 'replacement' ? replaceDocument(doc, update.doc) : applyOperators(doc, update.ops, opts);
+    update.kind === 'replacement' ? replaceDocument(doc, update.doc) : applyOperators(doc, update, opts);
   checkIdKept(doc, result);
   return idFirst(result);
 }
@@ -53,14 +65,14 @@ interface Target {
 
 function applyOperators(
   doc: JsonObject,
-  ops: UpdateOp[],
-  opts: { now: Date; isInsert: boolean },
+  update: Extract<ParsedUpdate, { kind: 'operators' }>,
+  opts: ApplyOptions,
 ): JsonObject {
   const root = cloneJson(doc);
   const id = getOwn(doc, '_id');
-  for (const op of ops) {
-    if (op.op === '$setOnInsert' && !opts.isInsert) continue;
-    applyOp({ root, op: op.op, path: op.path, id }, op, opts.now);
+  const targets = resolveTargets(doc, root, update, opts);
+  for (const { op, path } of targets) {
+    applyOp({ root, op: op.op, path, id }, op, opts.now);
     if (op.op === '$set' && op.path.segments[0] === '_id' && id !== undefined) {
       const after = getOwn(root, '_id');
       if (after === undefined || !jsonEqual(after, id))
@@ -70,6 +82,42 @@ function applyOperators(
     }
   }
   return root;
+}
+
+/**
+ * Every operator with the concrete paths it changes in this document, all found before any is
+ * applied. Positional paths that meet in this document are MongoDB's "Update created a conflict".
+ * A $setOnInsert that an update skips still has its positional paths resolved, as MongoDB walks
+ * its whole update tree before a leaf decides to do nothing: their errors are errors on updates too.
+ */
+function resolveTargets(
+  doc: JsonObject,
+  root: JsonObject,
+  update: Extract<ParsedUpdate, { kind: 'operators' }>,
+  opts: ApplyOptions,
+): { op: UpdateOp; path: UpdatePath }[] {
+  const ctx = {
+    root,
+    arrayFilters: update.arrayFilters,
+    matchedIndex: matchedIndexOf(doc, opts.filter, opts.isInsert),
+  };
+  const targets: { op: UpdateOp; path: UpdatePath }[] = [];
+  let positional = false;
+  for (const op of update.ops) {
+    if (isPositionalPath(op.path)) positional = true;
+    else if (op.op === '$setOnInsert' && !opts.isInsert) continue;
+    for (const path of resolvePaths(op.path, ctx)) targets.push({ op, path });
+  }
+  // One operator's concrete paths are distinct elements, so only several operators can meet.
+  if (positional && update.ops.length > 1) {
+    const claims = new PathClaims<string>();
+    const written = targets.flatMap(({ op, path }) => (op.op === '$rename' ? [path, op.to] : [path]));
+    for (const path of written) {
+      const clash = claims.claim(path, path.text);
+      if (clash) throw new QueryError(`Update created a conflict at '${clash.at}'.`);
+    }
+  }
+  return opts.isInsert ? targets : targets.filter((t) => t.op.op !== '$setOnInsert');
 }
 
 function applyOp(t: Target, op: UpdateOp, now: Date): void {

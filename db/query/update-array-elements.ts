@@ -1,7 +1,14 @@
 /** What $push's $sort and $pull do with the elements of an array: order them, or test each one. */
 import { isPlainObject, type Json } from './errors.js';
+import { matchFilter } from './filter-match.js';
 import { getOwn } from './json.js';
-import { isIndex, type PullCond, type PullMatcher, type PushSort, type UpdatePath } from './update-parse.js';
+import {
+  isIndex,
+  type PullComparison,
+  type PullMatcher,
+  type PushSort,
+  type UpdatePath,
+} from './update-parse.js';
 import { bsonCompare, jsonEqual, typeRank } from './update-values.js';
 
 /** An empty array sorts below null in MongoDB; undefined stands for it among sort keys. */
@@ -61,50 +68,28 @@ export function pullMatches(matcher: PullMatcher, element: Json): boolean {
   switch (matcher.kind) {
     case 'equal':
       return jsonEqual(element, matcher.value);
-    case 'conds':
-      return condsMatch(matcher.conds, withElements([element]));
-    case 'fields':
+    case 'document':
+      return isPlainObject(element) && matchFilter(element, matcher.filter);
+    case 'element':
       return (
-        isPlainObject(element) &&
-        matcher.fields.every((f) => {
-          const values = valuesAt(element, f.path.segments);
-          return condsMatch(f.conds, withElements(values.length === 0 ? [null] : values));
-        })
+        matchFilter({ [matcher.key]: element }, matcher.filter) &&
+        matcher.comparisons.every((c) => comparisonHolds(c, element))
       );
   }
 }
 
-/** A query condition on an array holds if it holds for the array itself or for any of its elements. */
-function withElements(values: Json[]): Json[] {
-  return values.flatMap((v) => (Array.isArray(v) ? [v, ...v] : [v]));
-}
-
-function condsMatch(conds: PullCond[], candidates: Json[]): boolean {
-  return conds.every((c) => condMatches(c, candidates));
-}
-
-function condMatches(cond: PullCond, candidates: Json[]): boolean {
-  const equals = (v: Json) => candidates.some((c) => jsonEqual(c, v));
-  switch (cond.op) {
-    case '$eq':
-      return equals(cond.value);
-    case '$ne':
-      return !equals(cond.value);
-    case '$in':
-      return cond.values.some(equals);
-    case '$nin':
-      return !cond.values.some(equals);
-    default:
-      return candidates.some((c) => comparisonHolds(cond.op, c, cond.value));
-  }
-}
-
-/** Query comparisons are type-bracketed: a number is neither less nor greater than a string. */
-function comparisonHolds(op: '$gt' | '$gte' | '$lt' | '$lte', candidate: Json, value: Json): boolean {
-  if (typeRank(candidate) !== typeRank(value)) return false;
-  const c = bsonCompare(candidate, value);
-  if (op === '$gt') return c > 0;
-  if (op === '$gte') return c >= 0;
-  if (op === '$lt') return c < 0;
-  return c <= 0;
+/**
+ * As a query compares: type-bracketed (a number is neither less nor greater than a string), and
+ * an array element satisfies it through the array, as does any of its elements.
+ */
+function comparisonHolds({ op, value }: PullComparison, element: Json): boolean {
+  const candidates = Array.isArray(element) ? [element, ...element] : [element];
+  return candidates.some((candidate) => {
+    if (typeRank(candidate) !== typeRank(value)) return false;
+    const c = bsonCompare(candidate, value);
+    if (op === '$gt') return c > 0;
+    if (op === '$gte') return c >= 0;
+    if (op === '$lt') return c < 0;
+    return c <= 0;
+  });
 }

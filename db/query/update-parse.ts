@@ -1,11 +1,20 @@
 /**
  * Parsing an update document once per request: the operator whitelist, each operator's argument
- * checks, and the path rules every operator shares (no positional paths, no overlapping paths, no
- * field names a path could not address later).
+ * checks, and the path rules every operator shares (positional segments as MongoDB allows them,
+ * no overlapping paths, no field names a path could not address later).
  */
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
-import { cloneJson, describeValue, getOwn } from './json.js';
+import { type Filter, parseFilter } from './filter-ast.js';
+import { cloneJson, describeValue, getOwn, setOwn } from './json.js';
 import { MAX_PATH_LENGTH, MAX_PATH_SEGMENTS, splitPath } from './path.js';
+import {
+  checkFiltersUsed,
+  checkPositionalPath,
+  filterHasRegex,
+  isPositionalPath,
+  parseArrayFilters,
+  positional,
+} from './update-positional.js';
 import { isPrefix, preview } from './update-values.js';
 
 /** A dotted update path, split into segments. */
@@ -14,20 +23,24 @@ export interface UpdatePath {
   segments: string[];
 }
 
-/** One condition of a $pull, tested against an array element or one of its fields. */
-export type PullCond =
-  | { op: '$eq' | '$ne'; value: Json }
-  | { op: '$gt' | '$gte' | '$lt' | '$lte'; value: Json }
-  | { op: '$in' | '$nin'; values: Json[] };
+/**
+ * A comparison with a document or array operand, which the query grammar does not take yet: $pull
+ * took them before it used the query grammar, so they stay, evaluated in BSON's order.
+ */
+export interface PullComparison {
+  op: '$gt' | '$gte' | '$lt' | '$lte';
+  value: Json;
+}
 
 /**
- * MongoDB's three $pull forms: a plain value removes equal elements; an object of operators is applied
- * to each element; any other object is a query on elements that are documents.
+ * MongoDB's three $pull forms: a plain value removes equal elements; an object whose first key is
+ * a query operator is a condition on each element, as `{<key>: element}` is matched by
+ * `{<key>: condition}`; any other object is a query on elements that are documents.
  */
 export type PullMatcher =
   | { kind: 'equal'; value: Json }
-  | { kind: 'conds'; conds: PullCond[] }
-  | { kind: 'fields'; fields: { path: UpdatePath; conds: PullCond[] }[] };
+  | { kind: 'element'; key: string; filter: Filter; comparisons: PullComparison[] }
+  | { kind: 'document'; filter: Filter };
 
 export type PushSort = 1 | -1 | { path: UpdatePath; dir: 1 | -1 }[];
 
@@ -51,7 +64,9 @@ export interface BitOp {
   operand: number;
 }
 
-export type ParsedUpdate = { kind: 'replacement'; doc: JsonObject } | { kind: 'operators'; ops: UpdateOp[] };
+export type ParsedUpdate =
+  | { kind: 'replacement'; doc: JsonObject }
+  | { kind: 'operators'; ops: UpdateOp[]; arrayFilters: ReadonlyMap<string, Filter> };
 
 export const SUPPORTED_UPDATE_OPERATORS = [
   '$set',
@@ -72,23 +87,35 @@ export const SUPPORTED_UPDATE_OPERATORS = [
 ] as const;
 type OperatorName = (typeof SUPPORTED_UPDATE_OPERATORS)[number];
 
-const PULL_OPERATORS = ['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin'] as const;
+/** The keys that make a $pull argument a query on documents rather than a condition on elements. */
+const TOP_LEVEL_QUERY_OPERATORS = ['$and', '$or', '$nor', '$comment'];
+const COMPARISONS = ['$gt', '$gte', '$lt', '$lte'];
 const PUSH_MODIFIERS = ['$each', '$position', '$sort', '$slice'];
 
 /** MongoDB refuses documents nested deeper than 100 levels; it also bounds our recursion. */
 export const MAX_VALUE_DEPTH = 100;
 
-export function parseUpdate(doc: unknown): ParsedUpdate {
+export function parseUpdate(doc: unknown, options: { arrayFilters?: unknown } = {}): ParsedUpdate {
   if (Array.isArray(doc))
     throw new QueryError(
       'Pipeline-style updates (an array of stages) are not supported; use update operators.',
     );
   if (!isPlainObject(doc))
     throw new QueryError(`The update must be a JSON object, not ${describeValue(doc)}.`);
+  const arrayFilters = parseArrayFilters(options.arrayFilters);
   const first = Object.keys(doc)[0];
-  if (first === undefined || !first.startsWith('$'))
-    return { kind: 'replacement', doc: parseReplacement(doc) };
-  return { kind: 'operators', ops: parseOperators(doc) };
+  if (first === undefined || !first.startsWith('$')) {
+    const replacement = parseReplacement(doc);
+    checkFiltersUsed(arrayFilters, [], doc);
+    return { kind: 'replacement', doc: replacement };
+  }
+  const ops = parseOperators(doc, arrayFilters);
+  checkFiltersUsed(
+    arrayFilters,
+    ops.map((op) => op.path),
+    doc,
+  );
+  return { kind: 'operators', ops, arrayFilters };
 }
 
 function mixedError(key: string): QueryError {
@@ -107,7 +134,7 @@ function parseReplacement(doc: JsonObject): JsonObject {
   return cloneJson(doc);
 }
 
-function parseOperators(doc: JsonObject): UpdateOp[] {
+function parseOperators(doc: JsonObject, arrayFilters: ReadonlyMap<string, Filter>): UpdateOp[] {
   const ops: UpdateOp[] = [];
   for (const [name, arg] of Object.entries(doc)) {
     if (!name.startsWith('$')) throw mixedError(name);
@@ -119,8 +146,11 @@ function parseOperators(doc: JsonObject): UpdateOp[] {
       throw new QueryError(
         `The value of ${name} must be an object of {"path": argument}, not ${describeValue(arg)}.`,
       );
-    for (const [path, value] of Object.entries(arg))
-      ops.push(parseOp(name, parseUpdatePath(path, name), value));
+    for (const [text, value] of Object.entries(arg)) {
+      const path = parseUpdatePath(text, name, true);
+      checkPositionalPath(path, arrayFilters);
+      ops.push(parseOp(name, path, value));
+    }
   }
   checkPaths(ops);
   return ops;
@@ -146,6 +176,8 @@ function parseOp(op: OperatorName, path: UpdatePath, arg: Json): UpdateOp {
     case '$mul':
       return { op, path, by: numberArg(op, path, arg) };
     case '$rename':
+      if (isPositionalPath(path))
+        throw new QueryError(`The source field for $rename may not be dynamic: ${path.text}.`);
       return { op, path, to: renameTarget(path, arg) };
     case '$currentDate':
       return { op, path, type: dateType(path, arg) };
@@ -164,8 +196,8 @@ function parseOp(op: OperatorName, path: UpdatePath, arg: Json): UpdateOp {
   }
 }
 
-/** Positional paths would need the query's match positions, which the store does not report. */
-export function parseUpdatePath(text: string, where: string): UpdatePath {
+/** Only the paths an operator updates may hold positional segments (`$`, `$[]`, `$[<id>]`). */
+export function parseUpdatePath(text: string, where: string, allowPositional = false): UpdatePath {
   const segments = splitPath(text, {
     empty: () => `An empty field path is not allowed (in ${where}).`,
     length: [
@@ -177,10 +209,12 @@ export function parseUpdatePath(text: string, where: string): UpdatePath {
       () => `The path '${text}' in ${where} has more than ${MAX_PATH_SEGMENTS} segments.`,
     ],
     emptySegment: () => `The path '${text}' in ${where} contains an empty field name.`,
-    dollarSegment: (s) =>
-      s === '$' || s.startsWith('$[')
-        ? `The path '${text}' in ${where} uses the positional operator '${s}'; positional operators are unsupported.`
-        : `The path '${text}' in ${where} has a field name starting with '$' ('${s}').`,
+    dollarSegment: (s) => {
+      if (positional(s) === undefined)
+        return `The path '${text}' in ${where} has a field name starting with '$' ('${s}').`;
+      if (allowPositional) return undefined;
+      return `The path '${text}' in ${where} uses the positional operator '${s}', which only the paths an update operator updates may hold.`;
+    },
   });
   return { text, segments };
 }
@@ -196,7 +230,9 @@ function renameTarget(path: UpdatePath, arg: Json): UpdatePath {
     throw new QueryError(
       `The 'to' field for $rename of '${path.text}' must be a string path, not ${describeValue(arg)}.`,
     );
-  const to = parseUpdatePath(arg, '$rename');
+  const to = parseUpdatePath(arg, '$rename', true);
+  if (isPositionalPath(to))
+    throw new QueryError(`The destination field for $rename may not be dynamic: ${to.text}.`);
   if (to.text === path.text)
     throw new QueryError(`The source and target field for $rename must differ: '${path.text}'.`);
   if (isPrefix(path.segments, to.segments) || isPrefix(to.segments, path.segments))
@@ -286,48 +322,37 @@ function parsePushSort(path: UpdatePath, arg: Json): PushSort {
 
 function parsePullMatcher(path: UpdatePath, arg: Json): PullMatcher {
   if (!isPlainObject(arg)) return { kind: 'equal', value: cloneJson(arg) };
-  const keys = Object.keys(arg);
-  if (keys.length > 0 && keys.every((k) => k.startsWith('$')))
-    return { kind: 'conds', conds: parseConds(path, arg) };
-  const fields = Object.entries(arg).map(([field, value]) => {
-    if (field.startsWith('$'))
-      throw new QueryError(
-        `$pull on '${path.text}' mixes operators ('${field}') and fields; use one or the other.`,
-      );
-    const where = `the $pull on '${path.text}'`;
-    const conds: PullCond[] = isModifierObject(value)
-      ? parseConds(path, value)
-      : [{ op: '$eq', value: cloneJson(value) }];
-    return { path: parseUpdatePath(field, where), conds };
-  });
-  return { kind: 'fields', fields };
+  const first = Object.keys(arg)[0];
+  if (first === undefined || !first.startsWith('$') || TOP_LEVEL_QUERY_OPERATORS.includes(first))
+    return { kind: 'document', filter: pullFilter(path, arg) };
+  // The element is matched under the name of the array's field, so errors name it.
+  const key = [...path.segments].reverse().find((s) => positional(s) === undefined) as string;
+  const comparisons: PullComparison[] = [];
+  const rest: JsonObject = {};
+  for (const [op, value] of Object.entries(arg)) {
+    if (COMPARISONS.includes(op) && value !== null && typeof value === 'object')
+      comparisons.push({ op: op as PullComparison['op'], value: cloneJson(value) });
+    else setOwn(rest, op, value);
+  }
+  const filter =
+    Object.keys(rest).length === 0 ? { kind: 'all' as const } : pullFilter(path, { [key]: rest });
+  return { kind: 'element', key, filter, comparisons };
 }
 
-function parseConds(path: UpdatePath, ops: JsonObject): PullCond[] {
-  return Object.entries(ops).map(([op, value]): PullCond => {
-    if (!op.startsWith('$'))
-      throw new QueryError(
-        `$pull on '${path.text}' mixes operators and fields ('${op}'); use one or the other.`,
-      );
-    switch (op) {
-      case '$eq':
-      case '$ne':
-        return { op, value: cloneJson(value) };
-      case '$gt':
-      case '$gte':
-      case '$lt':
-      case '$lte':
-        return { op, value: cloneJson(value) };
-      case '$in':
-      case '$nin':
-        if (!Array.isArray(value)) throw new QueryError(`${op} in $pull on '${path.text}' needs an array.`);
-        return { op, values: cloneJson(value) };
-      default:
-        throw new QueryError(
-          `Unsupported operator '${op}' in $pull on '${path.text}'. Supported: ${PULL_OPERATORS.join(', ')}.`,
-        );
-    }
-  });
+function pullFilter(path: UpdatePath, query: JsonObject): Filter {
+  let filter: Filter;
+  try {
+    filter = parseFilter(query);
+  } catch (err) {
+    if (err instanceof QueryError)
+      throw new QueryError(`In the condition of $pull on '${path.text}': ${err.message}`);
+    throw err;
+  }
+  if (filterHasRegex(filter))
+    throw new QueryError(
+      `$regex is not supported in the condition of $pull on '${path.text}' (its pattern is kept rewritten for PostgreSQL's engine).`,
+    );
+  return filter;
 }
 
 function pullAllValues(path: UpdatePath, arg: Json): Json[] {
@@ -379,7 +404,22 @@ interface Claim {
 /** MongoDB refuses an update whose paths overlap, since the outcome would depend on their order. */
 function checkPaths(ops: UpdateOp[]): void {
   const claims = new PathClaims<Claim>();
+  // What each path needs at each of its prefixes: an array (a `$[]` or `$[<id>]` follows) or a
+  // document (a field name, an index or `$` follows); MongoDB refuses paths that need both.
+  const shapes = new Map<string, 'array' | 'document'>();
   for (const op of ops) {
+    for (const path of op.op === '$rename' ? [op.path, op.to] : [op.path])
+      for (let i = 1; i < path.segments.length; i++) {
+        const at = path.segments.slice(0, i).join('.');
+        const kind = positional(path.segments[i] as string)?.kind;
+        const shape = kind === 'all' || kind === 'filtered' ? 'array' : 'document';
+        const other = shapes.get(at);
+        if (other === undefined) shapes.set(at, shape);
+        else if (other !== shape)
+          throw new QueryError(
+            `Updating the path '${path.text}' would create a conflict at '${at}' (${op.op} on '${path.text}').`,
+          );
+      }
     for (const path of op.op === '$rename' ? [op.path, op.to] : [op.path]) {
       // $set may repeat _id's value (checked against each document when it is applied).
       if (path.segments[0] === '_id' && op.op !== '$setOnInsert' && op.op !== '$set')

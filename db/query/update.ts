@@ -16,7 +16,10 @@
  *   test/integration/bson-order.test.ts pins which operation uses which order.
  *
  * The modules behind it: update-parse.ts (the parsed form and its checks), update-apply.ts (one
- * document changed), update-array-elements.ts ($push's $sort and $pull's matching),
+ * document changed), update-positional.ts (`$`, `$[]`, `$[<id>]` and arrayFilters: their checks,
+ * and the concrete paths they stand for in one document), update-array-elements.ts ($push's
+ * $sort and $pull's matching; $pull's conditions, like arrayFilters and `$`, are evaluated by
+ * filter-match.ts),
  * update-upsert.ts (the document an upsert starts from), update-values.ts (equality and BSON's order
  * of JSON values, and the helpers the others share).
  */

@@ -89,6 +89,32 @@ describe('filter-match answers as MongoDB', () => {
 });
 
 describe('SQL', () => {
+  const everyPathIndexed = (): IndexedPath => ({ key: '"i1_0_a"', truncated: true, multikey: '"i1_0_m"' });
+
+  it.each(OPERATOR_CASES.map((c) => [c.name, c.query] as const))(
+    '%s: SQL text is made of our own syntax only',
+    (_n, query) => {
+      for (const indexed of [undefined, everyPathIndexed]) {
+        const { sql } = compile(query, indexed);
+        const stripped = sql
+          .replace(/\$\d+::(text::jsonb|jsonpath\[\]|jsonpath|jsonb|bigint|text)/g, '')
+          .replace(/'\\x[0-9a-f]{2}'::bytea|'null'::jsonb/g, '')
+          .replace(/"i1_0_[adm]"/g, '');
+        expect(stripped).toMatch(/^[a-z_()., =<>\n*'0-9[\]:]*$/);
+      }
+    },
+  );
+
+  it('hostile text in a document or array operand is bound, never in the SQL', () => {
+    const s = "'; drop table workplaces; --";
+    const { sql, params } = compile({
+      a: { $gt: { [s]: s }, $lt: [s] },
+      b: { $elemMatch: { $gte: { [s]: [s] }, $eq: { [s]: 1 } } },
+    });
+    expect(sql).not.toContain('drop');
+    expect(params.filter((p) => p.includes('drop')).length).toBeGreaterThanOrEqual(4);
+  });
+
   it('compares documents and arrays with mdb.bson_key, the operand bound as a parameter', () => {
     const { sql, params } = compile({ a: { $gt: { secret: 'x' } } });
     expect(sql).toContain("jsonb_typeof(t1.v) = 'object' and mdb.bson_key(t1.v) > mdb.bson_key($");

@@ -15,7 +15,8 @@ export type Scalar = null | boolean | number | string;
 export type Cond =
   | { op: 'eq'; value: Json }
   | { op: 'in'; values: Json[] }
-  | { op: 'cmp'; cmp: '>' | '>=' | '<' | '<='; value: Scalar }
+  /** An object or array operand compares in BSON order within its type bracket (see filter-sql.ts). */
+  | { op: 'cmp'; cmp: '>' | '>=' | '<' | '<='; value: Json }
   | { op: 'exists'; value: boolean }
   | { op: 'type'; types: TypeName[] }
   | { op: 'size'; n: number }
@@ -30,6 +31,10 @@ export type Cond =
 
 export type BitTest = 'allSet' | 'anySet' | 'allClear' | 'anyClear';
 
+/**
+ * The types `$type` names. JSON has the first group; the others are BSON types with no JSON form,
+ * which MongoDB accepts and which match nothing here.
+ */
 export type TypeName =
   | 'double'
   | 'string'
@@ -40,29 +45,38 @@ export type TypeName =
   | 'int'
   | 'long'
   | 'decimal'
-  | 'number';
+  | 'number'
+  | 'noJsonForm';
 
-const TYPE_ALIASES: Record<string, TypeName> = {
-  double: 'double',
-  string: 'string',
-  object: 'object',
-  array: 'array',
-  bool: 'bool',
-  null: 'null',
-  int: 'int',
-  long: 'long',
-  decimal: 'decimal',
-  number: 'number',
-  '1': 'double',
-  '2': 'string',
-  '3': 'object',
-  '4': 'array',
-  '8': 'bool',
-  '10': 'null',
-  '16': 'int',
-  '18': 'long',
-  '19': 'decimal',
-};
+/** MongoDB's type aliases (case-sensitive) and codes, as its findBSONTypeAlias and BSONType. */
+const TYPES: readonly (readonly [alias: string, code: number, type: TypeName])[] = [
+  ['double', 1, 'double'],
+  ['string', 2, 'string'],
+  ['object', 3, 'object'],
+  ['array', 4, 'array'],
+  ['binData', 5, 'noJsonForm'],
+  ['undefined', 6, 'noJsonForm'],
+  ['objectId', 7, 'noJsonForm'],
+  ['bool', 8, 'bool'],
+  ['date', 9, 'noJsonForm'],
+  ['null', 10, 'null'],
+  ['regex', 11, 'noJsonForm'],
+  ['dbPointer', 12, 'noJsonForm'],
+  ['javascript', 13, 'noJsonForm'],
+  ['symbol', 14, 'noJsonForm'],
+  ['javascriptWithScope', 15, 'noJsonForm'],
+  ['int', 16, 'int'],
+  ['timestamp', 17, 'noJsonForm'],
+  ['long', 18, 'long'],
+  ['decimal', 19, 'decimal'],
+  ['minKey', -1, 'noJsonForm'],
+  ['maxKey', 127, 'noJsonForm'],
+];
+const TYPE_ALIASES = new Map<string, TypeName>([
+  ...TYPES.map(([a, , t]) => [a, t] as const),
+  ['number', 'number'],
+]);
+const TYPE_CODES = new Map<number, TypeName>(TYPES.map(([, c, t]) => [c, t]));
 
 export const SUPPORTED_QUERY_OPERATORS = [
   '$eq',
@@ -181,13 +195,6 @@ function parseOperators(path: FieldPath, ops: JsonObject, state: ParseState, dep
   return conds.length === 1 ? (conds[0] as Cond) : { op: 'and', conds };
 }
 
-function scalarOperand(path: FieldPath, op: string, arg: Json): Scalar {
-  if (arg === null || typeof arg !== 'object') return arg;
-  throw new QueryError(
-    `${op} on '${path.text}' compares with an ${Array.isArray(arg) ? 'array' : 'object'}; only numbers, strings, booleans and null are supported as ${op} operands.`,
-  );
-}
-
 function arrayOperand(path: FieldPath, op: string, arg: Json): Json[] {
   if (!Array.isArray(arg)) throw new QueryError(`${op} on '${path.text}' needs an array.`);
   if (arg.length > MAX_IN_VALUES)
@@ -197,6 +204,95 @@ function arrayOperand(path: FieldPath, op: string, arg: Json): Json[] {
       throw new QueryError(`${op} on '${path.text}' holds an operator object; ${op} takes plain values.`);
   }
   return arg;
+}
+
+/**
+ * `$all` of values is an equality per value; `$all` of `{$elemMatch: …}` is one $elemMatch per
+ * element. MongoDB decides which by the first element and refuses a mix in either direction.
+ */
+function parseAll(path: FieldPath, arg: Json, state: ParseState, depth: number): Cond {
+  if (!Array.isArray(arg)) throw new QueryError(`$all on '${path.text}' needs an array.`);
+  if (arg.length > MAX_IN_VALUES)
+    throw new QueryError(`$all on '${path.text}' has more than ${MAX_IN_VALUES} values.`);
+  if (arg.length === 0) return { op: 'none' };
+  const firstKey = (v: Json) => (isPlainObject(v) ? Object.keys(v)[0] : undefined);
+  let conds: Cond[];
+  if (firstKey(arg[0] as Json) === '$elemMatch') {
+    conds = arg.map((v) => {
+      if (firstKey(v) !== '$elemMatch')
+        throw new QueryError(
+          `$all on '${path.text}' mixes $elemMatch conditions with other values ($all/$elemMatch has to be consistent).`,
+        );
+      const keys = Object.keys(v as JsonObject);
+      // MongoDB reads only the first field of each element; a second one would be ignored.
+      if (keys.length > 1)
+        throw new QueryError(
+          `$all on '${path.text}': an element holding $elemMatch must hold nothing else, not also ${keys.slice(1).join(', ')}.`,
+        );
+      count(state);
+      return parseOperator(path, '$elemMatch', (v as JsonObject).$elemMatch as Json, {}, state, depth);
+    });
+  } else {
+    conds = arg.map((value) => {
+      const key = firstKey(value);
+      if (key?.startsWith('$'))
+        throw new QueryError(
+          `$all on '${path.text}' holds an operator object (${key}); $all takes plain values or only $elemMatch conditions (no $ expressions in $all).`,
+        );
+      return { op: 'eq', value };
+    });
+  }
+  return conds.length === 1 ? (conds[0] as Cond) : { op: 'and', conds };
+}
+
+/** A `$type` alias or code, with MongoDB's errors. */
+function typeName(path: FieldPath, t: Json): TypeName {
+  const where = `$type on '${path.text}'`;
+  if (typeof t === 'string') {
+    const name = TYPE_ALIASES.get(t);
+    if (name === undefined)
+      throw new QueryError(
+        `${where}: unknown type name alias ${JSON.stringify(t)}. Aliases: ${[...TYPE_ALIASES.keys()].join(', ')}.`,
+      );
+    return name;
+  }
+  if (typeof t === 'number') {
+    const name = Number.isInteger(t) ? TYPE_CODES.get(t) : undefined;
+    if (name === undefined)
+      throw new QueryError(
+        `${where}: invalid numerical type code ${t}${t === 0 ? ' (for a missing field use {"$exists": false})' : ''}. Codes: ${[...TYPE_CODES.keys()].join(', ')}.`,
+      );
+    return name;
+  }
+  throw new QueryError(
+    `${where}: a type must be represented as a number or a string, not ${describeValue(t)}.`,
+  );
+}
+
+/** MongoDB coerces $mod's operands to 64-bit integers, truncating; beyond them it refuses. */
+const INT64_BOUND = 2 ** 63;
+
+/** `[divisor, remainder]`, checked in MongoDB's order with its words ("malformed mod, …"). */
+function parseMod(path: FieldPath, arg: Json): Cond {
+  const fail = (why: string) => {
+    throw new QueryError(`$mod on '${path.text}': ${why}; it takes [divisor, remainder].`);
+  };
+  if (!Array.isArray(arg)) return fail(`malformed mod, needs to be an array, not ${describeValue(arg)}`);
+  const [d, r] = arg;
+  if (d === undefined) return fail('malformed mod, not enough elements');
+  if (typeof d !== 'number') return fail(`malformed mod, divisor not a number (${describeValue(d)})`);
+  if (r === undefined) return fail('malformed mod, not enough elements');
+  if (typeof r !== 'number') return fail(`malformed mod, remainder not a number (${describeValue(r)})`);
+  if (arg.length > 2) return fail('malformed mod, too many elements');
+  const [divisor, remainder] = [d, r].map(Math.trunc) as [number, number];
+  for (const [name, n] of [
+    ['divisor', divisor],
+    ['remainder', remainder],
+  ] as const)
+    if (!(n >= -INT64_BOUND && n < INT64_BOUND))
+      fail(`malformed mod, ${name} value is invalid: ${n} is out of bounds for a 64-bit integer`);
+  if (divisor === 0) fail('divisor cannot be 0');
+  return { op: 'mod', divisor, remainder };
 }
 
 const BIT_TESTS: Record<'$bitsAllSet' | '$bitsAnySet' | '$bitsAllClear' | '$bitsAnyClear', BitTest> = {
@@ -257,40 +353,28 @@ function parseOperator(
     case '$ne':
       return { op: 'not', cond: { op: 'eq', value: arg } };
     case '$gt':
-      return { op: 'cmp', cmp: '>', value: scalarOperand(path, op, arg) };
+      return { op: 'cmp', cmp: '>', value: arg };
     case '$gte':
-      return { op: 'cmp', cmp: '>=', value: scalarOperand(path, op, arg) };
+      return { op: 'cmp', cmp: '>=', value: arg };
     case '$lt':
-      return { op: 'cmp', cmp: '<', value: scalarOperand(path, op, arg) };
+      return { op: 'cmp', cmp: '<', value: arg };
     case '$lte':
-      return { op: 'cmp', cmp: '<=', value: scalarOperand(path, op, arg) };
+      return { op: 'cmp', cmp: '<=', value: arg };
     case '$in':
       return { op: 'in', values: arrayOperand(path, op, arg) };
     case '$nin':
       return { op: 'not', cond: { op: 'in', values: arrayOperand(path, op, arg) } };
-    case '$all': {
-      const values = arrayOperand(path, op, arg);
-      if (values.length === 0) return { op: 'none' };
-      return values.length === 1
-        ? { op: 'eq', value: values[0] as Json }
-        : { op: 'and', conds: values.map((value) => ({ op: 'eq', value }) as Cond) };
-    }
+    case '$all':
+      return parseAll(path, arg, state, depth);
     case '$exists':
       if (typeof arg !== 'boolean' && typeof arg !== 'number')
         throw new QueryError(`$exists on '${path.text}' needs true or false.`);
       return { op: 'exists', value: Boolean(arg) };
     case '$type': {
       const list = Array.isArray(arg) ? arg : [arg];
-      if (list.length === 0) throw new QueryError(`$type on '${path.text}' needs at least one type.`);
-      const types = list.map((t) => {
-        const name = TYPE_ALIASES[String(t)];
-        if (name === undefined || (typeof t !== 'string' && typeof t !== 'number'))
-          throw new QueryError(
-            `$type on '${path.text}': unknown or unsupported type ${JSON.stringify(t)}. Supported: ${Object.keys(TYPE_ALIASES).join(', ')}.`,
-          );
-        return name;
-      });
-      return { op: 'type', types };
+      // MongoDB words it "<path> must match at least one type".
+      if (list.length === 0) throw new QueryError(`$type on '${path.text}' must match at least one type.`);
+      return { op: 'type', types: list.map((t) => typeName(path, t)) };
     }
     case '$size':
       if (typeof arg !== 'number' || !Number.isInteger(arg) || arg < 0)
@@ -312,17 +396,8 @@ function parseOperator(
       if (typeof options !== 'string') throw new QueryError(`$options on '${path.text}' needs a string.`);
       return { op: 'regex', ...translateRegex(arg, options, path.text) };
     }
-    case '$mod': {
-      if (
-        !Array.isArray(arg) ||
-        arg.length !== 2 ||
-        !arg.every((n) => typeof n === 'number' && Number.isFinite(n))
-      )
-        throw new QueryError(`$mod on '${path.text}' needs an array of two numbers, [divisor, remainder].`);
-      const divisor = Math.trunc(arg[0] as number);
-      if (divisor === 0) throw new QueryError(`$mod on '${path.text}': the divisor must not be 0.`);
-      return { op: 'mod', divisor, remainder: Math.trunc(arg[1] as number) };
-    }
+    case '$mod':
+      return parseMod(path, arg);
     case '$bitsAllSet':
     case '$bitsAnySet':
     case '$bitsAllClear':

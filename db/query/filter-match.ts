@@ -1,6 +1,7 @@
-import { isPlainObject, type Json, QueryError } from './errors.js';
-import type { Cond, Filter } from './filter-ast.js';
+import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
+import type { Cond, Filter, Scalar } from './filter-ast.js';
 import { getOwn } from './json.js';
+import { bsonCompare, typeRank } from './update-values.js';
 
 /**
  * A parsed filter evaluated on one JSON value, for the projections that depend on a match: the
@@ -122,9 +123,12 @@ function test(r: Reached, cond: Cond): boolean | number {
     case 'cmp': {
       if (cond.value === null)
         return (cond.cmp === '>=' || cond.cmp === '<=') && (v === null || v === undefined);
-      if (v === undefined || v === null || typeof v !== typeof cond.value || typeof v === 'object')
-        return false;
-      const c = compareScalars(v, cond.value);
+      if (v === undefined || v === null || typeRank(v) !== typeRank(cond.value)) return false;
+      // Objects and arrays: BSON's order, fields in JSONB's order of keys, as mdb.bson_key.
+      const c =
+        typeof v === 'object'
+          ? bsonCompare(v, cond.value, jsonbKeys)
+          : compareScalars(v, cond.value as Exclude<Scalar, null>);
       return cond.cmp === '>' ? c > 0 : cond.cmp === '>=' ? c >= 0 : cond.cmp === '<' ? c < 0 : c <= 0;
     }
     case 'exists':
@@ -136,7 +140,12 @@ function test(r: Reached, cond: Cond): boolean | number {
     case 'bits':
       return testBits(v, cond);
     case 'mod':
-      return typeof v === 'number' && Math.trunc(v) % cond.divisor === cond.remainder;
+      // The compiler's rule: numbers beyond 2^53 in size are not tested.
+      return (
+        typeof v === 'number' &&
+        Math.abs(Math.trunc(v)) <= 2 ** 53 &&
+        Math.trunc(v) % cond.divisor === cond.remainder
+      );
     case 'elemMatch':
     case 'elemMatchValue': {
       if (r.element || !Array.isArray(v)) return false;
@@ -187,13 +196,22 @@ function hasType(v: Json, t: string): boolean {
     case 'double':
       return typeof v === 'number' && !(Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31);
     default:
-      // long and decimal: JSON has one number type, and the compiler matches nothing for them.
+      // long and decimal (JSON has one number type), and the BSON types with no JSON form: the
+      // compiler matches nothing for them.
       return false;
   }
 }
 
+/** JSONB's order of keys (PostgreSQL's, which the SQL sees): shorter UTF-8 first, then bytewise. */
+function jsonbKeys(o: JsonObject): string[] {
+  return Object.keys(o)
+    .map((k) => Buffer.from(k))
+    .sort((a, b) => a.length - b.length || Buffer.compare(a, b))
+    .map((b) => b.toString());
+}
+
 /** Same-type scalars: strings by code point, as jsonpath compares them (not UTF-16 units). */
-function compareScalars(a: string | number | boolean, b: string | number | boolean): number {
+function compareScalars(a: Exclude<Scalar, null>, b: Exclude<Scalar, null>): number {
   if (typeof a === 'string') return Buffer.compare(Buffer.from(a), Buffer.from(b as string));
   return a === b ? 0 : a < b ? -1 : 1;
 }

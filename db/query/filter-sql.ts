@@ -60,6 +60,28 @@ function isCompound(v: Json): boolean {
   return typeof v === 'object' && v !== null;
 }
 
+function hasCompoundOperand(cond: Cond): boolean {
+  switch (cond.op) {
+    case 'eq':
+    case 'cmp':
+      return isCompound(cond.value);
+    case 'in':
+      return cond.values.some(isCompound);
+    case 'and':
+      return cond.conds.some(hasCompoundOperand);
+    case 'not':
+      return hasCompoundOperand(cond.cond);
+    default:
+      return false;
+  }
+}
+
+/** `x` (jsonb SQL) compared with an object or array operand: only values of its type compare. */
+function bsonCompare(x: string, cond: Cond & { op: 'cmp' }, params: Params): string {
+  const type = Array.isArray(cond.value) ? 'array' : 'object';
+  return `(jsonb_typeof(${x}) = '${type}' and mdb.bson_key(${x}) ${cond.cmp} mdb.bson_key(${params.json(cond.value)}))`;
+}
+
 /**
  * Compiles a parsed filter into a SQL boolean over the row (`doc`, and the catalog's key columns).
  *
@@ -142,6 +164,10 @@ class SqlCompiler {
       case 'elemMatch':
       case 'elemMatchValue':
         return this.elemMatch(path, cond);
+      case 'cmp':
+        if (isCompound(cond.value))
+          return this.indexed(path, cond, useIndex, () => this.compoundCmp(path, cond));
+        return this.indexed(path, cond, useIndex, () => this.match(this.jp.cond('$', path.segments, cond)));
       default:
         return this.indexed(path, cond, useIndex, () => this.match(this.jp.cond('$', path.segments, cond)));
     }
@@ -164,11 +190,58 @@ class SqlCompiler {
     const test =
       cond.op === 'elemMatch'
         ? `jsonb_typeof(${element}) = 'object' and ${new SqlCompiler(this.ctx, this.vars, element, this.aliases).filter(cond.filter)}`
-        : `jsonb_path_match(${element}, ${p.jsonpath(`lax ${this.jp.cond('$', [], cond.cond)}`)}, ${this.vars.ref()})`;
+        : this.elementTest(element, cond.cond);
     return `exists (select 1 from unnest(${p.jsonpathArray(rootNavs(path))}) as n${a}(p)
       cross join lateral jsonb_path_query(${this.doc}, n${a}.p) as t${a}(v)
       cross join lateral jsonb_array_elements(case when jsonb_typeof(t${a}.v) = 'array' then t${a}.v else '[]'::jsonb end) as e${a}(v)
       where ${test})`;
+  }
+
+  /**
+   * A value-form $elemMatch condition on one element, as it is (no traversal into it). Conditions
+   * with object or array operands are SQL, since jsonpath cannot compare those; the rest is jsonpath.
+   */
+  private elementTest(element: string, cond: Cond): string {
+    const p = this.ctx.params;
+    switch (cond.op) {
+      case 'and':
+        if (!cond.conds.some(hasCompoundOperand)) break;
+        return `(${cond.conds.map((c) => this.elementTest(element, c)).join(' and ')})`;
+      case 'not':
+        if (!hasCompoundOperand(cond.cond)) break;
+        return `not (${this.elementTest(element, cond.cond)})`;
+      case 'eq':
+        if (!isCompound(cond.value)) break;
+        return `(${element} = ${p.json(cond.value)})`;
+      case 'in': {
+        const compound = cond.values.filter(isCompound);
+        if (compound.length === 0) break;
+        const plain = cond.values.filter((v) => !isCompound(v));
+        const inCompound = `${element} in (select jsonb_array_elements(${p.json(compound)}))`;
+        return plain.length === 0
+          ? `(${inCompound})`
+          : `(${inCompound} or ${this.elementTest(element, { op: 'in', values: plain })})`;
+      }
+      case 'cmp':
+        if (!isCompound(cond.value)) break;
+        return `(${bsonCompare(element, cond, p)})`;
+    }
+    return `jsonb_path_match(${element}, ${p.jsonpath(`lax ${this.jp.cond('$', [], cond)}`)}, ${this.vars.ref()})`;
+  }
+
+  /**
+   * A comparison with an object or array, in BSON order (mdb.bson_key, migration 0010) within the
+   * operand's type bracket: each value the path reaches, and each element of one that is an array
+   * (so `[[3]]` is greater than `[2]` both as a whole and by its element `[3]`).
+   */
+  private compoundCmp(path: FieldPath, cond: Cond & { op: 'cmp' }): string {
+    const p = this.ctx.params;
+    const navsRef = p.jsonpathArray(rootNavs(path));
+    const a = ++this.aliases.n;
+    return `exists (select 1 from unnest(${navsRef}) as n${a}(p) cross join lateral jsonb_path_query(${this.doc}, n${a}.p) as t${a}(v)
+      where ${bsonCompare(`t${a}.v`, cond, p)}
+         or (jsonb_typeof(t${a}.v) = 'array' and exists (
+              select 1 from jsonb_array_elements(t${a}.v) as e(v) where ${bsonCompare('e.v', cond, p)})))`;
   }
 
   /** Equality with objects and arrays: jsonpath cannot compare them, jsonb `=` can (key order aside). */
@@ -200,6 +273,8 @@ const BRACKETS: Record<string, [string, string]> = {
   number: ["'\\x14'::bytea", "'\\x15'::bytea"],
   string: ["'\\x1e'::bytea", "'\\x1f'::bytea"],
   boolean: ["'\\x3c'::bytea", "'\\x3d'::bytea"],
+  object: ["'\\x28'::bytea", "'\\x29'::bytea"],
+  array: ["'\\x32'::bytea", "'\\x33'::bytea"],
 };
 
 /** Strings up to this many bytes have keys well under the 1,024-byte cut. */
@@ -235,6 +310,10 @@ function keyConditionIsExact(idx: IndexedPath, cond: Cond): boolean {
   }
 }
 
+function bracketOf(v: Json): string {
+  return Array.isArray(v) ? 'array' : typeof v;
+}
+
 function keyOf(idx: IndexedPath, params: Params, value: Json): string {
   const k = `mdb.key(${params.json(value)})`;
   return idx.truncated ? `substr(${k}, 1, 1024)` : k;
@@ -266,7 +345,11 @@ function superset(idx: IndexedPath, cond: Cond, params: Params): string | undefi
           ? `(${idx.key} = ${keyOf(idx, params, null)}${orMulti})`
           : undefined;
       }
-      const [lo, hi] = BRACKETS[typeof cond.value] as [string, string];
+      const [lo, hi] = BRACKETS[bracketOf(cond.value)] as [string, string];
+      // Keys order objects and arrays by their JSON text, not by BSON's order: only the bracket
+      // narrows. Documents whose path crosses an array (arrays among them) come through the
+      // multikey flag.
+      if (isCompound(cond.value)) return `((${idx.key} >= ${lo} and ${idx.key} < ${hi})${orMulti})`;
       const k = keyOf(idx, params, cond.value);
       // A cut key cannot tell where the bound falls, so then the bound is inclusive and the
       // exact predicate decides.
@@ -331,6 +414,11 @@ export class JsonpathCompiler {
           return cond.cmp === '>=' || cond.cmp === '<='
             ? this.inValues(root, segments, walks, [null])
             : FALSE;
+        if (isCompound(cond.value))
+          // Reached only in an $elemMatch nested in a value-form one: the others are SQL.
+          throw new QueryError(
+            `Comparing with an object or array is not supported in an $elemMatch inside another $elemMatch's value condition.`,
+          );
         const v = this.vars.add(cond.value);
         return anyOf(walks, (n) =>
           each(n, (x) => `${x}.type() == "${typeof cond.value}" && ${x} ${cond.cmp} ${v}`),
@@ -373,9 +461,16 @@ export class JsonpathCompiler {
       case 'mod': {
         const d = this.vars.add(cond.divisor);
         const r = this.vars.add(cond.remainder);
-        // MongoDB truncates the value to an integer before taking the remainder.
+        // MongoDB truncates the value to an integer before taking the remainder. Numbers beyond
+        // 2^53 in size are stored as the shortest decimal that reads back as their double, whose
+        // remainders are not the double's: they are not tested (as in the bit tests).
+        const limit = this.pow2(53);
         return anyOf(walks, (n) =>
-          each(n, (x) => `${x}.type() == "number" && (${x} - ${x} % 1) % ${d} == ${r}`),
+          each(
+            n,
+            (x) =>
+              `${x}.type() == "number" && ${x} > -${limit} - 1 && ${x} < ${limit} + 1 && (${x} - ${x} % 1) % ${d} == ${r}`,
+          ),
         );
       }
       case 'bits':
@@ -446,6 +541,7 @@ export class JsonpathCompiler {
         return each(n, (x) => `${x}.type() == "number" && !${isInt(x)}`);
       case 'long':
       case 'decimal':
+      case 'noJsonForm':
         return FALSE;
       case 'bool':
         return each(n, (x) => `${x}.type() == "boolean"`);

@@ -30,36 +30,39 @@ export function typeRank(v: Json): number {
   }
 }
 
-/** MongoDB's total order of values: null < numbers < strings < objects < arrays < booleans. */
-export function bsonCompare(a: Json, b: Json): number {
+/**
+ * MongoDB's total order of values: null < numbers < strings < objects < arrays < booleans. `keys`
+ * gives the order in which a document's fields compare: as written, unless the caller says.
+ */
+export function bsonCompare(a: Json, b: Json, keys: (o: JsonObject) => string[] = Object.keys): number {
   const rank = typeRank(a) - typeRank(b);
   if (rank !== 0) return Math.sign(rank);
   if (typeof a === 'number') return Math.sign(a - (b as number));
   if (typeof a === 'string') return compareStrings(a, b as string);
   if (typeof a === 'boolean') return Number(a) - Number(b);
-  if (Array.isArray(a)) return compareArrays(a, b as Json[]);
-  if (isPlainObject(a)) return compareObjects(a, b as JsonObject);
+  if (Array.isArray(a)) return compareArrays(a, b as Json[], keys);
+  if (isPlainObject(a)) return compareObjects(a, b as JsonObject, keys);
   return 0;
 }
 
-function compareArrays(a: Json[], b: Json[]): number {
+function compareArrays(a: Json[], b: Json[], keys: (o: JsonObject) => string[]): number {
   for (let i = 0; i < Math.min(a.length, b.length); i++) {
-    const c = bsonCompare(a[i] as Json, b[i] as Json);
+    const c = bsonCompare(a[i] as Json, b[i] as Json, keys);
     if (c !== 0) return c;
   }
   return Math.sign(a.length - b.length);
 }
 
 /** BSON compares documents field by field: the value's type, then the field name, then the value. */
-function compareObjects(a: JsonObject, b: JsonObject): number {
-  const ak = Object.keys(a);
-  const bk = Object.keys(b);
+function compareObjects(a: JsonObject, b: JsonObject, keys: (o: JsonObject) => string[]): number {
+  const ak = keys(a);
+  const bk = keys(b);
   for (let i = 0; i < Math.min(ak.length, bk.length); i++) {
     const ka = ak[i] as string;
     const kb = bk[i] as string;
     const va = a[ka] as Json;
     const vb = b[kb] as Json;
-    const c = Math.sign(typeRank(va) - typeRank(vb)) || compareStrings(ka, kb) || bsonCompare(va, vb);
+    const c = Math.sign(typeRank(va) - typeRank(vb)) || compareStrings(ka, kb) || bsonCompare(va, vb, keys);
     if (c !== 0) return c;
   }
   return Math.sign(ak.length - bk.length);

@@ -168,8 +168,14 @@ const TYPE_NAMES = [
   'long',
   'decimal',
   'number',
+  'date',
+  'objectId',
+  'binData',
+  'undefined',
+  'minKey',
+  'maxKey',
 ];
-const TYPE_CODES = [1, 2, 3, 4, 8, 10, 16, 18, 19];
+const TYPE_CODES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, -1, 127, 2.0];
 const typeArb = fc.oneof(fc.constantFrom(...TYPE_NAMES), fc.constantFrom(...TYPE_CODES));
 
 /**
@@ -267,7 +273,18 @@ const badOperatorArb: fc.Arbitrary<JsonObject> = fc.oneof(
     { $in: 5 },
     { $nin: { a: 1 } },
     { $in: [{ $gt: 1 }] },
-    { $all: [{ $elemMatch: { a: 1 } }] },
+    { $all: [{ $elemMatch: { a: 1 } }, 1] },
+    { $all: [1, { $elemMatch: { a: 1 } }] },
+    { $all: [{ $elemMatch: { a: 1 }, b: 1 }] },
+    { $elemMatch: { $elemMatch: { $gt: [1] } } },
+    { $type: '2' },
+    { $type: 0 },
+    { $type: 2.5 },
+    { $type: 'Date' },
+    { $mod: [] },
+    { $mod: [1, 2, 3] },
+    { $mod: [2 ** 63, 1] },
+    { $mod: [0.5, 1] },
     { $all: 1 },
     { $exists: 'yes' },
     { $exists: null },
@@ -284,9 +301,6 @@ const badOperatorArb: fc.Arbitrary<JsonObject> = fc.oneof(
     { $not: {} },
     { $elemMatch: 5 },
     { $elemMatch: {} },
-    { $elemMatch: { $eq: { a: 1 } } },
-    { $gt: [1] },
-    { $lte: { a: 1 } },
     { $and: [{ a: 1 }] },
     { $gt: 1, b: 2 },
   ),
@@ -347,7 +361,10 @@ export const filterArbs = fc.letrec<{ query: JsonObject; cond: Json; ops: JsonOb
         {
           weight: 5,
           arbitrary: fc
-            .tuple(fc.constantFrom('$gt', '$gte', '$lt', '$lte'), scalarArb)
+            .tuple(
+              fc.constantFrom('$gt', '$gte', '$lt', '$lte'),
+              fc.oneof({ weight: 4, arbitrary: scalarArb }, { weight: 1, arbitrary: valueArb }),
+            )
             .map(([op, v]) => ({ [op]: v })),
         },
         {
@@ -363,6 +380,12 @@ export const filterArbs = fc.letrec<{ query: JsonObject; cond: Json; ops: JsonOb
         },
         { weight: 2, arbitrary: fc.integer({ min: 0, max: 3 }).map((n) => ({ $size: n })) },
         { weight: 2, arbitrary: valuesArb.map((v) => ({ $all: v })) },
+        {
+          weight: 1,
+          arbitrary: fc
+            .array(fc.oneof(tie('query'), tie('ops')), { minLength: 1, maxLength: 2 })
+            .map((qs) => ({ $all: qs.map((q) => ({ $elemMatch: q })) })),
+        },
         // Value form ({$elemMatch: {$gt: 1}}) and query form ({$elemMatch: {x: 1}}) differ in MongoDB.
         { weight: 2, arbitrary: tie('ops').map((o) => ({ $elemMatch: o })) },
         { weight: 2, arbitrary: tie('query').map((q) => ({ $elemMatch: q })) },
@@ -375,7 +398,10 @@ export const filterArbs = fc.letrec<{ query: JsonObject; cond: Json; ops: JsonOb
         {
           weight: 2,
           arbitrary: fc
-            .tuple(fc.constantFrom(1, 2, 3, -2, 2.5), fc.constantFrom(0, 1, -1, 1.5))
+            .tuple(
+              fc.constantFrom(1, 2, 3, -2, 2.5, 2 ** 62, -(2 ** 63)),
+              fc.constantFrom(0, 1, -1, 1.5, 2 ** 62),
+            )
             .map(([d, r]) => ({ $mod: [d, r] })),
         },
         {

@@ -8,7 +8,9 @@ import { freshCollection } from './storage-helpers.js';
  * migration 0002 (mdb.key) order sorts, index keys and _id; they compare an embedded document by
  * its JSON text. bsonCompare (db/query/update-values.ts) orders the update operators; it compares
  * field by field as MongoDB does: the field's type, then its name, then its value, and a prefix
- * first. The SQL keys are stored (generated index columns, and the id column every collection is
+ * first. Filters comparing with a document or an array ($gt, $lt, …) use MongoDB's order too: in
+ * SQL mdb.bson_key (migration 0010), which is computed when a filter runs and stored nowhere, and
+ * bsonCompare where a projection evaluates the filter (filter-match.ts). The SQL keys are stored (generated index columns, and the id column every collection is
  * keyed by), so making them MongoDB's would take a migration rewriting every collection; until
  * then docs/storage.md (Deviations) says which operation uses which order, and this table pins it.
  *
@@ -137,5 +139,29 @@ describe("MongoDB's order (bsonCompare) decides $min, $max, $push's $sort and $p
       { _id: 1, a: [p.hi] },
       { _id: 2, a: [p.lo] },
     ]);
+  });
+});
+
+describe("MongoDB's order decides the filters' $gt/$gte/$lt/$lte with a document (mdb.bson_key and filter-match)", () => {
+  for (const indexed of [false, true]) {
+    it.each(rows)(`$lt and $gt in a query: %s${indexed ? ' (indexed)' : ''}`, async (_, p) => {
+      const col = await freshCollection(t);
+      if (indexed) await col.index(['v']);
+      await col.insert([
+        { _id: 1, v: p.lo },
+        { _id: 2, v: p.hi },
+      ]);
+      expect(await col.ids({ query: { v: { $lt: p.hi } } })).toEqual([1]);
+      expect(await col.ids({ query: { v: { $gt: p.lo } } })).toEqual([2]);
+      expect(await col.ids({ query: { v: { $lte: p.lo } } })).toEqual([1]);
+      expect(await col.ids({ query: { v: { $gte: p.hi } } })).toEqual([2]);
+    });
+  }
+
+  it.each(rows)('$lt and $gt in an $elemMatch projection: %s', async (_, p) => {
+    const col = await freshCollection(t);
+    await col.insert([{ _id: 1, a: [p.hi, p.lo] }]);
+    expect(await col.read({ fields: { a: { $elemMatch: { $lt: p.hi } } } })).toEqual([{ _id: 1, a: [p.lo] }]);
+    expect(await col.read({ fields: { a: { $elemMatch: { $gt: p.lo } } } })).toEqual([{ _id: 1, a: [p.hi] }]);
   });
 });

@@ -255,6 +255,24 @@ const isOperatorObject = (v: Json): v is JsonObject =>
 const isValueElemMatch = (arg: Json): boolean =>
   isOperatorObject(arg) && Object.keys(arg).every((k) => !['$and', '$or', '$nor'].includes(k));
 const hasNull = (arg: Json) => arg === null || (Array.isArray(arg) && arg.includes(null));
+/** `$all` of `$elemMatch` conditions (MongoDB decides by the first element). */
+const isElemMatchAll = (arg: Json): arg is JsonObject[] =>
+  Array.isArray(arg) &&
+  arg.length > 0 &&
+  isOperatorObject(arg[0] as Json) &&
+  '$elemMatch' in (arg[0] as JsonObject);
+
+const isPlainDocument = (v: Json): v is JsonObject =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+/** Document operands on which MongoDB's order and mingo's agree, whatever the generated documents hold. */
+const isAgreeingDocumentOperand = (v: JsonObject): boolean => {
+  const keys = Object.keys(v);
+  return (
+    keys.length === 0 ||
+    (keys.length === 1 &&
+      ((keys[0] === 'x' && v.x === null) || (keys[0] === 'y' && typeof v.y === 'boolean')))
+  );
+};
 
 const KNOWN_MINGO_DEVIATIONS: Deviation[] = [
   {
@@ -329,7 +347,7 @@ const KNOWN_MINGO_DEVIATIONS: Deviation[] = [
     reason:
       '$all is an $and of equalities in MongoDB (so {a: {$all: [1]}} matches a: 1); mingo needs an array value.',
     excludedBy: 'generator',
-    leaf: (l) => l.op === '$all' && !l.spec.alwaysArray,
+    leaf: (l) => l.op === '$all' && !l.spec.alwaysArray && !isElemMatchAll(l.arg),
     example: { docs: [{ _id: 1, a: 1 }], query: { a: { $all: [1] } }, mongo: [1] },
   },
   {
@@ -338,7 +356,10 @@ const KNOWN_MINGO_DEVIATIONS: Deviation[] = [
       '$all with null (matches a missing field in MongoDB) or with an array (matches the whole array): mingo compares elements only.',
     excludedBy: 'generator',
     leaf: (l) =>
-      l.op === '$all' && Array.isArray(l.arg) && l.arg.some((v) => v === null || typeof v === 'object'),
+      l.op === '$all' &&
+      !isElemMatchAll(l.arg) &&
+      Array.isArray(l.arg) &&
+      l.arg.some((v) => v === null || typeof v === 'object'),
     example: { docs: [{ _id: 1, t: [1, 2] }], query: { t: { $all: [[1, 2]] } }, mongo: [1] },
   },
   {
@@ -364,6 +385,41 @@ const KNOWN_MINGO_DEVIATIONS: Deviation[] = [
     excludedBy: 'generator',
     leaf: (l) => l.op === '$size' && l.spec.crosses === 'field',
     example: { docs: [{ _id: 1, arr: [{ y: 1 }] }], query: { 'arr.y': { $size: 1 } }, mongo: [] },
+  },
+  {
+    name: 'type-undefined',
+    reason:
+      "$type 'undefined' (6): MongoDB's deprecated undefined type, which JSON lacks, so nothing matches; mingo matches null and missing fields.",
+    excludedBy: 'generator',
+    leaf: (l) => l.op === '$type' && [l.arg].flat().some((n) => n === 'undefined' || n === 6),
+    example: { docs: [{ _id: 1, a: null }, { _id: 2 }], query: { a: { $type: 'undefined' } }, mongo: [] },
+  },
+  {
+    name: 'array-operand-whole-array',
+    reason:
+      '$gt/$gte/$lt/$lte with an array operand: MongoDB compares an array value as a whole and its elements that are arrays; mingo only the elements.',
+    excludedBy: 'generator',
+    leaf: (l) => ['$gt', '$gte', '$lt', '$lte'].includes(l.op) && Array.isArray(l.arg) && l.spec.leafArray,
+    example: { docs: [{ _id: 1, t: [3] }], query: { t: { $gt: [2] } }, mongo: [1] },
+  },
+  {
+    name: 'document-operand-type-before-name',
+    reason:
+      "$gt/$gte/$lt/$lte with a document operand: MongoDB compares each field's type before its name; mingo the name first. Generated operands are {} and {x: null} and {y: <boolean>}, where the two orders agree.",
+    excludedBy: 'generator',
+    leaf: (l) =>
+      ['$gt', '$gte', '$lt', '$lte'].includes(l.op) &&
+      isPlainDocument(l.arg) &&
+      !isAgreeingDocumentOperand(l.arg),
+    example: { docs: [{ _id: 1, o: { b: 1 } }], query: { o: { $lt: { a: 'x' } } }, mongo: [1] },
+  },
+  {
+    name: 'mod-fractional-operands',
+    reason:
+      '$mod [2.5, 1.5]: MongoDB truncates the divisor and the remainder to integers; mingo divides by 2.5.',
+    excludedBy: 'generator',
+    leaf: (l) => l.op === '$mod' && Array.isArray(l.arg) && l.arg.some((n) => !Number.isInteger(n)),
+    example: { docs: [{ _id: 1, n: 3 }], query: { n: { $mod: [2.5, 1.5] } }, mongo: [1] },
   },
   {
     name: 'mod-non-integer',
@@ -472,10 +528,9 @@ const KNOWN_MINGO_DEVIATIONS: Deviation[] = [
 
 // Also never generated: invalid queries, which MongoDB and the API reject but mingo answers (a
 // non-string $regex, $mod by 0, a negative or fractional $size, $not on a non-object, an empty $and);
-// what the API rejects (400) though MongoDB accepts it (object or array operands of $gt/$gte/$lt/$lte,
-// object or array equality inside $elemMatch); and document operands with more than one field
-// (JSONB equality ignores key order, MongoDB's does not: a known difference of the API, which mingo
-// shares).
+// what the API rejects (400) though MongoDB accepts it (object or array equality inside a query-form
+// $elemMatch); and document operands with more than one field (JSONB ignores key order, MongoDB
+// does not: a known difference of the API, which mingo shares).
 
 // ---- Walking a query -----------------------------------------------------------------------------
 
@@ -504,6 +559,7 @@ function conditionLeaves(spec: PathSpec, cond: Json, out: Leaf[]) {
   for (const [op, arg] of Object.entries(cond)) {
     out.push({ spec, op, arg });
     if (op === '$not') conditionLeaves(spec, arg, out);
+    if (op === '$all' && isElemMatchAll(arg)) for (const element of arg) conditionLeaves(spec, element, out);
     if (op === '$elemMatch') {
       if (isValueElemMatch(arg)) {
         if (!spec.element) throw new Error(`generator bug: value-form $elemMatch on '${spec.path}'`);
@@ -546,7 +602,28 @@ const REGEXES = [
   '^b$',
 ];
 const REGEX_OPTIONS = ['i', 'm', 's', 'im'];
-const TYPE_NAMES = ['string', 'object', 'array', 'bool', 'null', 'number', 'int', 2, 3, 8, 10, 16];
+// With the BSON types JSON lacks, which match nothing (not 'undefined': type-undefined).
+const TYPE_NAMES = [
+  'string',
+  'object',
+  'array',
+  'bool',
+  'null',
+  'number',
+  'int',
+  2,
+  3,
+  8,
+  10,
+  16,
+  'date',
+  'objectId',
+  'binData',
+  'timestamp',
+  'minKey',
+  9,
+  127,
+];
 
 interface Ctx {
   /** Inside $elemMatch: the API rejects object and array operands there. */
@@ -563,6 +640,26 @@ function eqOperandArb(spec: PathSpec, ctx: Ctx): fc.Arbitrary<Json> {
   if (!ctx.inElemMatch && spec.leafArray && spec.crosses !== 'field')
     options.push({ weight: 1, arbitrary: flatArrayArb });
   if (!ctx.inElemMatch && spec.documents) options.push({ weight: 2, arbitrary: singleFieldDocArb });
+  return fc.oneof(...options);
+}
+
+/**
+ * $gt/$gte/$lt/$lte operands: scalars; arrays on paths whose values are never arrays
+ * (array-operand-whole-array); documents where they may meet documents, of the shapes on which
+ * MongoDB's order and mingo's agree (document-operand-type-before-name).
+ */
+function cmpOperandArb(spec: PathSpec): fc.Arbitrary<Json> {
+  const options: fc.WeightedArbitrary<Json>[] = [{ weight: 8, arbitrary: scalarArb }];
+  if (!spec.leafArray && !spec.shapeOpsOnly) options.push({ weight: 1, arbitrary: flatArrayArb });
+  if (spec.documents)
+    options.push({
+      weight: 2,
+      arbitrary: fc.oneof(
+        fc.constant<Json>({}),
+        fc.constant<Json>({ x: null }),
+        fc.boolean().map((y): Json => ({ y })),
+      ),
+    });
   return fc.oneof(...options);
 }
 
@@ -629,7 +726,7 @@ function operatorArbs(spec: PathSpec, ctx: Ctx, depth: number): fc.WeightedArbit
     {
       weight: 4,
       arbitrary: fc
-        .tuple(fc.constantFrom('$gt', '$gte', '$lt', '$lte'), scalarArb)
+        .tuple(fc.constantFrom('$gt', '$gte', '$lt', '$lte'), cmpOperandArb(spec))
         .map(([op, v]): Entries => [[op, v]]),
     },
     {
@@ -669,11 +766,15 @@ function operatorArbs(spec: PathSpec, ctx: Ctx, depth: number): fc.WeightedArbit
       weight: 2,
       arbitrary: one('$all', fc.array(nonNullScalarArb, { minLength: 0, maxLength: 2 })),
     });
-  // $mod: only on integers (mod-non-integer).
+  // $mod: only on integers (mod-non-integer), by integers (mod-fractional-operands), negative
+  // ones and 64-bit ones beyond 2^53 among them.
   if (spec.intsOnly)
     ops.push({
       weight: 2,
-      arbitrary: one('$mod', fc.tuple(fc.constantFrom(2, 3, -2), fc.constantFrom(-1, 0, 1))),
+      arbitrary: one(
+        '$mod',
+        fc.tuple(fc.constantFrom(2, 3, -2, -3, 2 ** 62, -(2 ** 63)), fc.constantFrom(-2, -1, 0, 1, 2)),
+      ),
     });
   // Bit tests: only on integers (bits-non-integer), not on arrays (bits-on-arrays), so on the
   // elements in $elemMatch, which are never missing (bits-on-missing); below bit 31, where mingo's
@@ -704,6 +805,23 @@ function operatorArbs(spec: PathSpec, ctx: Ctx, depth: number): fc.WeightedArbit
         ops.push({
           weight: 2,
           arbitrary: one('$elemMatch', operatorsArb(spec.element, { inElemMatch: true }, depth - 1)),
+        });
+      // $all of $elemMatch conditions, query or value form.
+      const elemMatchArb = spec.elementPaths
+        ? filterArb(spec.elementPaths, { inElemMatch: true }, depth - 1)
+        : spec.element && !spec.element.shapeOpsOnly
+          ? operatorsArb(spec.element, { inElemMatch: true }, depth - 1)
+          : undefined;
+      if (elemMatchArb)
+        ops.push({
+          weight: 1,
+          arbitrary: one(
+            '$all',
+            fc.array(
+              elemMatchArb.map((q): Json => ({ $elemMatch: q })),
+              { minLength: 1, maxLength: 2 },
+            ),
+          ),
         });
     }
   }

@@ -93,6 +93,19 @@ describe(`with an index and ${DOCS} documents, the planner uses it`, () => {
     expect(plan, plan).not.toMatch(/Seq Scan/);
   });
 
+  it('a comparison with a document or an array finds the documents of its type bracket through the index', async () => {
+    // The keys order documents and arrays by their JSON text, not BSON's order: they only narrow;
+    // the exact comparison (mdb.bson_key) runs on what they find, here nothing.
+    for (const [query, bracket] of [
+      [{ n: { $gt: { x: 1 } } }, '28'],
+      [{ s: { $lte: ['a'] } }, '32'],
+    ] as const) {
+      const plan = await planOf(query);
+      expect(plan, plan).toMatch(new RegExp(`Index Cond: \\(\\(i\\d+_0_a >= '\\\\x${bracket}'::bytea\\)`));
+      expect(plan, plan).not.toMatch(/Seq Scan/);
+    }
+  });
+
   it('without an index on the path, it scans (the control)', async () => {
     expect(await planOf({ odd: true }, undefined, 'count')).toMatch(/Seq Scan/);
   });

@@ -2,14 +2,8 @@
 import { isPlainObject, type Json } from './errors.js';
 import { matchFilter } from './filter-match.js';
 import { getOwn } from './json.js';
-import {
-  isIndex,
-  type PullComparison,
-  type PullMatcher,
-  type PushSort,
-  type UpdatePath,
-} from './update-parse.js';
-import { bsonCompare, jsonEqual, typeRank } from './update-values.js';
+import { isIndex, type PullMatcher, type PushSort, type UpdatePath } from './update-parse.js';
+import { bsonCompare, jsonEqual } from './update-values.js';
 
 /** An empty array sorts below null in MongoDB; undefined stands for it among sort keys. */
 type SortKey = Json | undefined;
@@ -71,25 +65,6 @@ export function pullMatches(matcher: PullMatcher, element: Json): boolean {
     case 'document':
       return isPlainObject(element) && matchFilter(element, matcher.filter);
     case 'element':
-      return (
-        matchFilter({ [matcher.key]: element }, matcher.filter) &&
-        matcher.comparisons.every((c) => comparisonHolds(c, element))
-      );
+      return matchFilter({ [matcher.key]: element }, matcher.filter);
   }
-}
-
-/**
- * As a query compares: type-bracketed (a number is neither less nor greater than a string), and
- * an array element satisfies it through the array, as does any of its elements.
- */
-function comparisonHolds({ op, value }: PullComparison, element: Json): boolean {
-  const candidates = Array.isArray(element) ? [element, ...element] : [element];
-  return candidates.some((candidate) => {
-    if (typeRank(candidate) !== typeRank(value)) return false;
-    const c = bsonCompare(candidate, value);
-    if (op === '$gt') return c > 0;
-    if (op === '$gte') return c >= 0;
-    if (op === '$lt') return c < 0;
-    return c <= 0;
-  });
 }

@@ -24,22 +24,13 @@ export interface UpdatePath {
 }
 
 /**
- * A comparison with a document or array operand, which the query grammar does not take yet: $pull
- * took them before it used the query grammar, so they stay, evaluated in BSON's order.
- */
-export interface PullComparison {
-  op: '$gt' | '$gte' | '$lt' | '$lte';
-  value: Json;
-}
-
-/**
  * MongoDB's three $pull forms: a plain value removes equal elements; an object whose first key is
  * a query operator is a condition on each element, as `{<key>: element}` is matched by
  * `{<key>: condition}`; any other object is a query on elements that are documents.
  */
 export type PullMatcher =
   | { kind: 'equal'; value: Json }
-  | { kind: 'element'; key: string; filter: Filter; comparisons: PullComparison[] }
+  | { kind: 'element'; key: string; filter: Filter }
   | { kind: 'document'; filter: Filter };
 
 export type PushSort = 1 | -1 | { path: UpdatePath; dir: 1 | -1 }[];
@@ -89,7 +80,6 @@ type OperatorName = (typeof SUPPORTED_UPDATE_OPERATORS)[number];
 
 /** The keys that make a $pull argument a query on documents rather than a condition on elements. */
 const TOP_LEVEL_QUERY_OPERATORS = ['$and', '$or', '$nor', '$comment'];
-const COMPARISONS = ['$gt', '$gte', '$lt', '$lte'];
 const PUSH_MODIFIERS = ['$each', '$position', '$sort', '$slice'];
 
 /** MongoDB refuses documents nested deeper than 100 levels; it also bounds our recursion. */
@@ -327,16 +317,7 @@ function parsePullMatcher(path: UpdatePath, arg: Json): PullMatcher {
     return { kind: 'document', filter: pullFilter(path, arg) };
   // The element is matched under the name of the array's field, so errors name it.
   const key = [...path.segments].reverse().find((s) => positional(s) === undefined) as string;
-  const comparisons: PullComparison[] = [];
-  const rest: JsonObject = {};
-  for (const [op, value] of Object.entries(arg)) {
-    if (COMPARISONS.includes(op) && value !== null && typeof value === 'object')
-      comparisons.push({ op: op as PullComparison['op'], value: cloneJson(value) });
-    else setOwn(rest, op, value);
-  }
-  const filter =
-    Object.keys(rest).length === 0 ? { kind: 'all' as const } : pullFilter(path, { [key]: rest });
-  return { kind: 'element', key, filter, comparisons };
+  return { kind: 'element', key, filter: pullFilter(path, { [key]: arg }) };
 }
 
 function pullFilter(path: UpdatePath, query: JsonObject): Filter {

@@ -512,6 +512,18 @@ const applyCases: (Case & { expected: JsonObject })[] = [
     expected: { _id: 1, votes: [3, 5] },
   },
   {
+    name: '$pull a field compared with a document operand, in BSON order within the type',
+    doc: { _id: 1, a: [{ b: { x: 2 } }, { b: { x: 0 } }, { b: 5 }] },
+    update: { $pull: { a: { b: { $gt: { x: 1 } } } } },
+    expected: { _id: 1, a: [{ b: { x: 0 } }, { b: 5 }] },
+  },
+  {
+    name: '$pull elements compared with an array operand: arrays as wholes, never scalars',
+    doc: { _id: 1, a: [[1], [2], [3, 1], 7] },
+    update: { $pull: { a: { $gte: [2] } } },
+    expected: { _id: 1, a: [[1], 7] },
+  },
+  {
     name: '$pull documents by two fields (other fields do not matter)',
     doc: {
       _id: 1,

@@ -148,6 +148,13 @@ const cases: DistinctCase[] = [
     key: 'a.0',
     values: [5, 7, 8, 9],
   },
+  {
+    // MongoDB's distinct reads the segment only as the index (docs/storage.md, deviations).
+    name: 'a numeric segment gives the element at the index and the field of that name in it',
+    docs: [d(1, { a: [{ '0': 'x' }] })],
+    key: 'a.0',
+    values: ['x', { '0': 'x' }],
+  },
   { name: '_id', docs: [d(2), d(1), d(3)], key: '_id', values: [1, 2, 3] },
   {
     name: 'a query that matches nothing',

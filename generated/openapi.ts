@@ -1227,7 +1227,7 @@ export interface components {
             fields?: {
                 [key: string]: unknown;
             };
-            /** @description Documents to skip. Default 0. Not allowed with `cursor`. */
+            /** @description Documents to skip. Default 0. With `cursor`, only 0. */
             skip?: number;
             /** @description Maximum documents to return, 1 to 1,000. Default 100. */
             limit?: number;
@@ -1236,7 +1236,7 @@ export interface components {
              *     starts right after that page's last document, found by its sort keys rather than by
              *     counting, so a deep page costs what the first one does. Send the same `query` and `sort`
              *     as the read that returned it (`fields` and `limit` may change); another query or sort,
-             *     a token that is altered or garbled, or `cursor` with `skip`, is a `400 INVALID_QUERY`.
+             *     a token that is altered or garbled, or `cursor` with a `skip` other than 0, is a `400 INVALID_QUERY`.
              *     Tokens do not expire and hold no state in the server.
              */
             cursor?: string;

@@ -90,7 +90,8 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     const filter = parseFilter(body.query ?? {});
     const sort = parseSort(body.sort);
     const projection = parseProjection(body.fields, filter);
-    if (body.cursor !== undefined && body.skip !== undefined)
+    // skip 0 is what many clients send by default; any other skip would fight the cursor.
+    if (body.cursor !== undefined && (body.skip ?? 0) !== 0)
       throw new QueryError(
         'cursor and skip cannot be combined: the cursor already says where the page starts.',
       );

@@ -150,6 +150,9 @@ describe('responses', () => {
     const rest = await col.call('read', { cursor: skipped.body.next, limit: 2 });
     expect(rest.body.result).toEqual([{ _id: 4 }, { _id: 5 }]);
     expect(rest.body.next).toBeUndefined();
+    // skip 0, which many clients send by default, goes with a cursor.
+    const zero = await col.call('read', { cursor: skipped.body.next, limit: 2, skip: 0 });
+    expect(zero.body).toEqual(rest.body);
     const projected = await col.call('read', { fields: { _id: 1 }, limit: 4 });
     expect(projected.body.next).toEqual(expect.any(String));
   });
@@ -194,7 +197,7 @@ describe('a cursor that does not fit the read is a 400 naming cursor', () => {
   const flip = (s: string, i: number) => s.slice(0, i) + (s[i] === 'A' ? 'B' : 'A') + s.slice(i + 1);
 
   it.each([
-    ['with skip', () => ({ ...body, cursor: next, skip: 0 }), /cursor and skip/],
+    ['with skip', () => ({ ...body, cursor: next, skip: 1 }), /cursor and skip/],
     [
       'another query',
       () => ({ ...body, query: { n: { $gte: 1 } }, cursor: next }),

@@ -141,7 +141,10 @@ export const pathArb: fc.Arbitrary<string> = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom('_id', '_id.k', 'missing', 'a.b.c.x.0') },
 );
 
-/** Paths MongoDB refuses (positional, empty segments, `$` fields), for the invalid branches. */
+/**
+ * Paths MongoDB refuses in queries, sorts, projections and indexes (positional, empty segments,
+ * `$` fields), for the invalid branches. In updates the positional ones are valid.
+ */
 export const badPathArb = fc.constantFrom(
   '',
   'a..b',
@@ -666,13 +669,51 @@ const UPDATE_OPERATORS: OpArgs[] = [
   ],
 ];
 
+/**
+ * Positional update paths: `$` (the element the query matched), `$[]` (every element) and
+ * `$[<id>]` (the elements arrayFiltersArb's filter for `<id>` selects), nested too.
+ */
+const positionalPathArb = fc.constantFrom(
+  'a.$',
+  'a.$[]',
+  'a.$[i]',
+  'arr.$.x',
+  'arr.$[].x',
+  'arr.$[e].x',
+  'c.$[]',
+  'c.$[i].$[]',
+  'arr.$[e].x.$[i]',
+  '$[]',
+  'a.$[I]',
+  'a.$.$',
+);
+
+/** arrayFilters for the identifiers above, and the ones MongoDB refuses (unused, unnamed, malformed). */
+const arrayFiltersArb: fc.Arbitrary<Json> = fc.constantFrom<Json>(
+  [{ i: { $gt: 0 } }],
+  [{ 'e.x': { $exists: true } }],
+  [{ i: { $gt: 0 } }, { 'e.x': 1 }],
+  [{ i: { $in: ['a', 1] } }],
+  [{ e: { $type: 'object' } }],
+  [{ i: 1 }, { i: 2 }],
+  [{ i: 1, 'e.x': 2 }],
+  [{}],
+  [5],
+  5,
+  [{ i: { $foo: 1 } }],
+);
+
 /** `{$op: {path: arg, ...}}` for one operator; the same path under two operators is a conflict. */
 const operatorEntryArb: fc.Arbitrary<[string, JsonObject]> = fc
   .constantFrom(...UPDATE_OPERATORS)
   .chain(([op, argArb]) =>
     fc
       .dictionary(
-        fc.oneof({ weight: 40, arbitrary: pathArb }, { weight: 1, arbitrary: badPathArb }),
+        fc.oneof(
+          { weight: 40, arbitrary: pathArb },
+          { weight: 4, arbitrary: positionalPathArb },
+          { weight: 1, arbitrary: badPathArb },
+        ),
         argArb,
         {
           minKeys: 1,
@@ -735,7 +776,7 @@ const skipLimitArb = fc.record(
 
 /** One step of the fuzz: a document operation, or creating/dropping an index on fuzzed paths. */
 export type FuzzAction =
-  | { kind: 'read' | 'count' | 'delete' | 'update' | 'create'; body: JsonObject }
+  | { kind: 'read' | 'count' | 'delete' | 'update' | 'create' | SingleRoute; body: JsonObject }
   | { kind: 'createIndex'; body: JsonObject }
   /** Drops one of the indexes the run has made (`pick` modulo their number), or a missing one. */
   | { kind: 'dropIndex'; pick: number };
@@ -752,12 +793,85 @@ const readArb = fc
   )
   .map(({ page, ...rest }) => ({ kind: 'read' as const, body: { ...rest, ...(page ?? {}) } as JsonObject }));
 
+const optionalUpsertArb = fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, fc.boolean());
+const optionalArrayFiltersArb = fc.oneof(
+  { weight: 12, arbitrary: fc.constant(undefined) },
+  { weight: 1, arbitrary: arrayFiltersArb },
+);
+
+/** The fields of a body that are present: `undefined` stands for leaving one out. */
+const present = (fields: Record<string, Json | undefined>): JsonObject =>
+  Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) as JsonObject;
+
+/** Filters for the identifiers positionalPathArb uses, so that most positional updates can apply. */
+const FILTER_FOR: Record<string, JsonObject> = { i: { i: { $gt: 0 } }, e: { 'e.x': { $exists: true } } };
+
+/**
+ * arrayFilters for an update: usually the filters of the identifiers its paths use (none without
+ * one), sometimes a random list (mostly refused: unused or undefined identifiers).
+ */
+const arrayFiltersFor = (doc: JsonObject, random: Json | undefined): Json | undefined => {
+  if (random !== undefined) return random;
+  const ids = [
+    ...new Set([...JSON.stringify(doc).matchAll(/\$\[([a-zA-Z]\w*)\]/g)].map((m) => m[1] as string)),
+  ];
+  const filters = ids.map((id) => FILTER_FOR[id]).filter((f) => f !== undefined);
+  return filters.length > 0 ? filters : undefined;
+};
+
 const updateArb = fc
-  .tuple(queryArb, updateDocArb, fc.oneof({ weight: 2, arbitrary: fc.constant(undefined) }, fc.boolean()))
-  .map(([query, doc, upsert]) => ({
+  .tuple(queryArb, updateDocArb, optionalUpsertArb, optionalArrayFiltersArb)
+  .map(([query, doc, upsert, random]) => ({
     kind: 'update' as const,
-    body: (upsert === undefined ? { query, doc } : { query, doc, upsert }) as JsonObject,
+    body: present({ query, doc, upsert, arrayFilters: arrayFiltersFor(doc, random) }),
   }));
+
+/** The single-document operations: each route with the body fields it takes, sometimes left out. */
+const SINGLE_ROUTES = {
+  'update-one': { doc: true, fields: false, arrayFilters: true },
+  'replace-one': { doc: true, fields: false, arrayFilters: false },
+  'delete-one': { doc: false, fields: false, arrayFilters: false },
+  'find-one-and-update': { doc: true, fields: true, arrayFilters: true },
+  'find-one-and-replace': { doc: true, fields: true, arrayFilters: false },
+  'find-one-and-delete': { doc: false, fields: true, arrayFilters: false },
+} as const;
+type SingleRoute = keyof typeof SINGLE_ROUTES;
+
+const singleArb = fc
+  .record(
+    {
+      kind: fc.constantFrom(...(Object.keys(SINGLE_ROUTES) as SingleRoute[])),
+      query: queryArb,
+      // What each route takes (operators, or a replacement), and now and then the other.
+      operators: fc.oneof(
+        { weight: 8, arbitrary: operatorUpdateArb },
+        { weight: 1, arbitrary: updateDocArb },
+      ),
+      replacement: fc.oneof({ weight: 8, arbitrary: docArb }, { weight: 1, arbitrary: updateDocArb }),
+      sort: fc.option(sortArb, { nil: undefined }),
+      fields: fc.option(projectionArb, { nil: undefined }),
+      upsert: optionalUpsertArb,
+      arrayFilters: optionalArrayFiltersArb,
+      returnDocument: fc.option(fc.constantFrom('before', 'after'), { nil: undefined }),
+    },
+    { noNullPrototype: true },
+  )
+  .map(({ kind, query, operators, replacement, sort, fields, upsert, arrayFilters, returnDocument }) => {
+    const takes = SINGLE_ROUTES[kind];
+    const finds = kind.startsWith('find-');
+    const doc = kind.includes('replace') ? replacement : operators;
+    return {
+      kind,
+      body: present({
+        query,
+        sort,
+        ...(takes.doc ? { doc, upsert } : {}),
+        ...(takes.fields ? { fields } : {}),
+        ...(takes.arrayFilters ? { arrayFilters: arrayFiltersFor(doc, arrayFilters) } : {}),
+        ...(finds && takes.doc ? { returnDocument } : {}),
+      }),
+    };
+  });
 
 const createArb = fc
   .oneof(
@@ -807,6 +921,7 @@ export const actionArb: fc.Arbitrary<FuzzAction> = fc.oneof(
   { weight: 34, arbitrary: readArb },
   { weight: 10, arbitrary: queryArb.map((query) => ({ kind: 'count' as const, body: { query } })) },
   { weight: 30, arbitrary: updateArb },
+  { weight: 10, arbitrary: singleArb },
   { weight: 12, arbitrary: createArb },
   { weight: 3, arbitrary: queryArb.map((query) => ({ kind: 'delete' as const, body: { query } })) },
   { weight: 1, arbitrary: createIndexArb },

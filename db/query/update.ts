@@ -11,8 +11,9 @@
  *   $pull, $pullAll, the _id checks) ignores key order, where BSON comparison would not.
  * - Values written into documents may not hold field names starting with '$' or containing '.', at
  *   any depth: no path could address them afterwards.
- * - $min, $max, $push's $sort and $pull's comparisons order embedded documents field by field, as
- *   MongoDB does; the SQL keys sorts use (mdb.key, migration 0002) compare their JSON text instead.
+ * - $min, $max and $push's $sort order embedded documents field by field, as MongoDB does; $pull's
+ *   conditions compare them as filters do (field by field, in jsonb's key order); the SQL keys sorts
+ *   use (mdb.key, migration 0002) compare their JSON text instead.
  *   test/integration/bson-order.test.ts pins which operation uses which order.
  *
  * The modules behind it: update-parse.ts (the parsed form and its checks), update-apply.ts (one

@@ -54,7 +54,7 @@ export type InsertClientResult = { inserted: ClientRow } | { problem: 'no-workpl
 export function insertClient(
   sql: Sql,
   workplace: string,
-  client: { clientId: string; secretHash: Buffer; metadata: ClientMetadata },
+  client: { clientId: string; secretHash: Buffer | null; metadata: ClientMetadata },
 ): Promise<InsertClientResult> {
   return sql.begin(async (tx): Promise<InsertClientResult> => {
     const [w] = await tx<
@@ -76,14 +76,15 @@ export function insertClient(
 
 /**
  * Read-modify-write of one client under a row lock: `change` gets the stored metadata and returns
- * the new metadata (and a new secret hash to rotate it). A throw from `change` rolls back.
+ * the new metadata (and a new secret hash to rotate it, or null to drop it as the client becomes
+ * public). A throw from `change` rolls back.
  * Undefined when the workplace has no such client.
  */
 export function updateClient(
   sql: Sql,
   workplace: string,
   clientId: string,
-  change: (stored: ClientMetadata) => { metadata: ClientMetadata; secretHash?: Buffer },
+  change: (stored: ClientMetadata) => { metadata: ClientMetadata; secretHash?: Buffer | null },
 ): Promise<ClientRow | undefined> {
   return sql.begin(async (tx) => {
     const [current] = await tx.unsafe(
@@ -96,10 +97,12 @@ export function updateClient(
     const next = change(toRow(current as never).metadata);
     const [row] = await tx.unsafe(
       `update oidc_clients as c
-       set metadata = $2::text::jsonb, secret_hash = coalesce($3::bytea, c.secret_hash), updated_at = now()
+       set metadata = $2::text::jsonb,
+           secret_hash = case when $4::boolean then $3::bytea else c.secret_hash end,
+           updated_at = now()
        where c.client_id = $1
        returning ${COLUMNS}`,
-      [clientId, JSON.stringify(next.metadata), next.secretHash ?? null],
+      [clientId, JSON.stringify(next.metadata), next.secretHash ?? null, next.secretHash !== undefined],
     );
     return toRow(row as never);
   });
@@ -113,16 +116,22 @@ export async function deleteClient(sql: Sql, workplace: string, clientId: string
   return rows.length > 0;
 }
 
-/** A client as the OpenID Provider needs it: with the hash of its secret (never the secret). */
+/**
+ * A client as the OpenID Provider needs it: with the hash of its secret (never the secret), null
+ * for a public client.
+ */
 export async function findClientForProvider(
   sql: Sql,
   workplaceId: string,
   clientId: string,
-): Promise<(ClientRow & { secretHash: Buffer }) | undefined> {
+): Promise<(ClientRow & { secretHash: Buffer | null }) | undefined> {
   const [row] = await sql.unsafe(
     `select ${COLUMNS}, c.secret_hash from oidc_clients c where c.workplace_id = $1 and c.client_id = $2`,
     [workplaceId, clientId],
   );
   if (!row) return undefined;
-  return { ...toRow(row as never), secretHash: (row as unknown as { secret_hash: Buffer }).secret_hash };
+  return {
+    ...toRow(row as never),
+    secretHash: (row as unknown as { secret_hash: Buffer | null }).secret_hash,
+  };
 }

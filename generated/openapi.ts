@@ -300,14 +300,17 @@ export interface paths {
          * @description One path serves two operations, as the interface defines it.
          *
          *     - **Without `client_id`** it registers a new client and answers `201` with the client as
-         *       registered: the generated `client_id`, a `client_secret` shown this once,
-         *       `client_id_issued_at`, and every metadata field with its default filled in.
+         *       registered: the generated `client_id`, a `client_secret` shown this once (none for a
+         *       public client, `token_endpoint_auth_method: none`), `client_id_issued_at`, and every
+         *       metadata field with its default filled in.
          *     - **With `client_id`** it updates that client and answers `200` (`404`
          *       `invalid_client_id` if the workplace has no such client). Omitted fields keep their
          *       stored values and `null` removes or resets one (see `ClientMetadataInput`); the
          *       merged client is validated as a whole, so changing `application_type` re-checks the
          *       stored redirect URIs. `generate_token: true` rotates the secret and returns the new
          *       one once; `false` (the default) keeps it and the response has no `client_secret`.
+         *       Changing `token_endpoint_auth_method` to `none` drops the secret; changing a public
+         *       client to `client_secret_basic` or `client_secret_post` issues one, returned once.
          *
          *     Metadata that breaks a rule answers `400` with `invalid_redirect_uri` (for
          *     `redirect_uris`) or `invalid_client_metadata` (anything else), and an
@@ -1041,7 +1044,7 @@ export interface components {
          *       optional field (`client_name`, `contacts`, `logo_uri`, `client_uri`, `tos_uri`,
          *       `policy_uri`) or resets a field with a default to that default (`scope`,
          *       `post_logout_redirect_uris`, `client_secret_expires_at`, `response_types`,
-         *       `application_type`). `redirect_uris` cannot be removed.
+         *       `application_type`, `token_endpoint_auth_method`). `redirect_uris` cannot be removed.
          *     - `scope` is an array as the interface defines it; a space-separated string
          *       (`"openid email"`, as in RFC 7591) is also accepted and stored as an array. Duplicates
          *       are dropped. See `scope` below for what a scope gives.
@@ -1088,7 +1091,8 @@ export interface components {
              * @description Unix time (seconds) at which the client secret expires; `0` (the default) means
              *     never. A rotated secret (`generate_token: true`) keeps this value. A time already past
              *     is refused (`400`), as is `generate_token: true` while the stored time is past: the
-             *     token endpoint refuses an expired secret.
+             *     token endpoint refuses an expired secret. A public client has no secret: a value
+             *     other than `null` is refused for it (`400`), and it has none.
              */
             client_secret_expires_at?: number | null;
             /** @description Shown on the sign-in form. */
@@ -1111,9 +1115,30 @@ export interface components {
             /** @description `web` (default) or `native`; decides which redirect URIs are allowed. */
             application_type?: ("native" | "web") | null;
             /**
-             * @description Update only (`400` on create, where a secret is always generated). `true` replaces
-             *     the client secret and returns the new one once; the old one stops working at once.
-             *     `false` (the default) keeps it.
+             * @description An addition to the interface (RFC 7591): how the client authenticates at the token
+             *     and revocation endpoints.
+             *
+             *     - `client_secret_basic` (the default): a confidential client, sending its secret in
+             *       the `Authorization: Basic` header.
+             *     - `client_secret_post`: a confidential client, sending `client_id` and
+             *       `client_secret` in the form body.
+             *     - `none`: a public client (a single-page or native application, which cannot keep a
+             *       secret): it sends only `client_id`. No secret is issued, stored or shown, and
+             *       `client_secret_expires_at` is absent. Its refresh tokens rotate on every use, and
+             *       presenting one already used revokes the whole grant (RFC 9700 section 4.14).
+             *
+             *     A client authenticates only with its registered method: a public client's secret, or
+             *     a confidential client without one, is `invalid_client`. Every client uses PKCE with
+             *     `S256`. On update, changing to `none` drops the secret (`generate_token: true` is
+             *     then refused); changing from `none` to a secret method issues a secret, returned
+             *     once.
+             */
+            token_endpoint_auth_method?: ("client_secret_basic" | "client_secret_post" | "none") | null;
+            /**
+             * @description Update only (`400` on create, where a confidential client always gets a secret).
+             *     `true` replaces the client secret and returns the new one once; the old one stops
+             *     working at once. `false` (the default) keeps it. A public client has no secret to
+             *     replace: `true` is refused (`400`).
              */
             generate_token?: boolean;
         };
@@ -1121,7 +1146,9 @@ export interface components {
          * @description A registered client. Every field with a default is always present; optional fields that
          *     were never set (`client_name`, `contacts`, `logo_uri`, `client_uri`, `tos_uri`,
          *     `policy_uri`) are absent. `client_secret` is present only in the response that
-         *     generated it: the server keeps a SHA-256 hash, never the secret.
+         *     generated it: the server keeps a SHA-256 hash, never the secret. A public client
+         *     (`token_endpoint_auth_method: none`) has neither `client_secret` nor
+         *     `client_secret_expires_at` (RFC 7591 section 3.2.1).
          * @example {
          *       "client_id": "Yk3v9QpZr1xT8cW2mN4bLa",
          *       "client_secret": "wpcs_3q2-7wEfG1pQk9Zx4Lr8VtYb6Nc0Hs5Jd2Ma7Ue1Io0",
@@ -1140,7 +1167,8 @@ export interface components {
          *       "response_types": [
          *         "code"
          *       ],
-         *       "application_type": "web"
+         *       "application_type": "web",
+         *       "token_endpoint_auth_method": "client_secret_basic"
          *     }
          */
         Client: {
@@ -1149,8 +1177,8 @@ export interface components {
             client_secret?: string;
             /** @description Unix time (seconds) of registration. */
             client_id_issued_at: number;
-            /** @description Unix time (seconds); `0` means never. */
-            client_secret_expires_at: number;
+            /** @description Unix time (seconds); `0` means never. Absent for a public client. */
+            client_secret_expires_at?: number;
             scope: string[];
             redirect_uris: string[];
             post_logout_redirect_uris: string[];
@@ -1164,6 +1192,11 @@ export interface components {
             response_types: "code"[];
             /** @enum {string} */
             application_type: "native" | "web";
+            /**
+             * @description An addition to the interface; see `ClientMetadataInput`.
+             * @enum {string}
+             */
+            token_endpoint_auth_method: "client_secret_basic" | "client_secret_post" | "none";
         };
         ClientEnvelope: {
             result: components["schemas"]["Client"];

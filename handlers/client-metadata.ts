@@ -17,6 +17,7 @@ const DEFAULTS: ClientMetadata = {
   client_secret_expires_at: 0,
   response_types: ['code'],
   application_type: 'web',
+  token_endpoint_auth_method: 'client_secret_basic',
 };
 
 const OPTIONAL_STRINGS = ['client_name', 'logo_uri', 'client_uri', 'tos_uri', 'policy_uri'] as const;
@@ -41,15 +42,59 @@ function invalid(field: string, message: string): AppError {
 /** The metadata of a new client: defaults, then the input. */
 export function metadataForCreate(input: ClientMetadataInput): ClientMetadata {
   if (input.generate_token !== undefined) {
-    throw invalid('generate_token', 'is only for updates; a new client always gets a secret');
+    throw invalid('generate_token', 'is only for updates; a new confidential client always gets a secret');
   }
   if (input.redirect_uris === undefined) throw invalid('redirect_uris', 'is required');
-  return checkedExpiry(input, checked(merge(DEFAULTS, input)));
+  return checkedExpiry(input, checked(withSecretFields(input, merge(DEFAULTS, input))));
 }
 
 /** The metadata after an update: the stored client, then the fields the input names. */
 export function metadataForUpdate(stored: ClientMetadata, input: ClientMetadataInput): ClientMetadata {
-  return checkedExpiry(input, checked(merge(stored, input)));
+  const m = withSecretFields(input, merge(stored, input));
+  if (input.generate_token === true && isPublic(m)) {
+    throw invalid(
+      'generate_token',
+      'a public client (token_endpoint_auth_method none) has no secret to replace',
+    );
+  }
+  return checkedExpiry(input, checked(m));
+}
+
+/** A public client authenticates with its client_id alone (RFC 7591 section 2: method `none`). */
+export function isPublic(m: Pick<ClientMetadata, 'token_endpoint_auth_method'>): boolean {
+  return m.token_endpoint_auth_method === 'none';
+}
+
+/**
+ * What an update does to the stored secret: a client that becomes public loses it, one that
+ * stops being public needs one to authenticate at all, and `generate_token` replaces it.
+ */
+export function secretChange(
+  stored: ClientMetadata,
+  next: ClientMetadata,
+  input: ClientMetadataInput,
+): 'keep' | 'issue' | 'drop' {
+  if (isPublic(next)) return isPublic(stored) ? 'keep' : 'drop';
+  return isPublic(stored) || input.generate_token === true ? 'issue' : 'keep';
+}
+
+/**
+ * A public client has no secret, so no secret expiry either (RFC 7591 section 3.2.1 requires it
+ * only with a secret); a confidential client always has one, `0` (never) unless set.
+ */
+function withSecretFields(input: ClientMetadataInput, m: ClientMetadata): ClientMetadata {
+  if (!isPublic(m)) {
+    m.client_secret_expires_at ??= DEFAULTS.client_secret_expires_at;
+    return m;
+  }
+  if (input.client_secret_expires_at != null) {
+    throw invalid(
+      'client_secret_expires_at',
+      'a public client (token_endpoint_auth_method none) has no secret to expire',
+    );
+  }
+  delete m.client_secret_expires_at;
+  return m;
 }
 
 /**
@@ -59,7 +104,7 @@ export function metadataForUpdate(stored: ClientMetadata, input: ClientMetadataI
  */
 function checkedExpiry(input: ClientMetadataInput, m: ClientMetadata): ClientMetadata {
   const expires = m.client_secret_expires_at;
-  if (expires === 0 || expires > Math.floor(Date.now() / 1000)) return m;
+  if (expires === undefined || expires === 0 || expires > Math.floor(Date.now() / 1000)) return m;
   if (input.client_secret_expires_at != null) {
     throw invalid('client_secret_expires_at', `${expires} has passed; give a later time, or 0 for never`);
   }
@@ -85,6 +130,8 @@ function merge(base: ClientMetadata, input: ClientMetadataInput): ClientMetadata
     out.response_types = input.response_types ?? [...DEFAULTS.response_types];
   if (input.application_type !== undefined)
     out.application_type = input.application_type ?? DEFAULTS.application_type;
+  if (input.token_endpoint_auth_method !== undefined)
+    out.token_endpoint_auth_method = input.token_endpoint_auth_method ?? DEFAULTS.token_endpoint_auth_method;
   if (input.contacts !== undefined) {
     if (input.contacts === null) delete out.contacts;
     else out.contacts = Array.isArray(input.contacts) ? [...input.contacts] : input.contacts;

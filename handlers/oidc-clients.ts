@@ -12,7 +12,7 @@ import {
 import { errors } from '../errors.js';
 import type { components } from '../generated/openapi.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../secrets.js';
-import { metadataForCreate, metadataForUpdate } from './client-metadata.js';
+import { isPublic, metadataForCreate, metadataForUpdate, secretChange } from './client-metadata.js';
 import type { Handler, HandlerDeps } from './types.js';
 
 type Client = components['schemas']['Client'];
@@ -31,6 +31,7 @@ const METADATA_ORDER = [
   'policy_uri',
   'response_types',
   'application_type',
+  'token_endpoint_auth_method',
 ] as const satisfies readonly (keyof ClientMetadata)[];
 
 /** The client as the API shows it; `secret` only in the response that generated it. */
@@ -64,10 +65,10 @@ export function oidcClientHandlers({ sql }: HandlerDeps) {
     const { client_id: clientId } = query;
     if (clientId === undefined) {
       const metadata = metadataForCreate(body);
-      const secret = generateSecret(TOKEN_PREFIX.clientSecret);
+      const secret = isPublic(metadata) ? undefined : generateSecret(TOKEN_PREFIX.clientSecret);
       const outcome = await insertClient(sql, params.name, {
         clientId: newClientId(),
-        secretHash: hashSecret(secret),
+        secretHash: secret === undefined ? null : hashSecret(secret),
         metadata,
       });
       if ('problem' in outcome) {
@@ -77,11 +78,15 @@ export function oidcClientHandlers({ sql }: HandlerDeps) {
       }
       return { status: 201, body: { result: present(outcome.inserted, secret) } };
     }
-    const secret = body.generate_token === true ? generateSecret(TOKEN_PREFIX.clientSecret) : undefined;
-    const row = await updateClient(sql, params.name, clientId, (stored) => ({
-      metadata: metadataForUpdate(stored, body),
-      ...(secret !== undefined ? { secretHash: hashSecret(secret) } : {}),
-    }));
+    let secret: string | undefined;
+    const row = await updateClient(sql, params.name, clientId, (stored) => {
+      const metadata = metadataForUpdate(stored, body);
+      const change = secretChange(stored, metadata, body);
+      if (change === 'keep') return { metadata };
+      if (change === 'drop') return { metadata, secretHash: null };
+      secret = generateSecret(TOKEN_PREFIX.clientSecret);
+      return { metadata, secretHash: hashSecret(secret) };
+    });
     if (!row) throw errors.clientNotFound(clientId);
     return { status: 200, body: { result: present(row, secret) } };
   };

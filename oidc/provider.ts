@@ -28,6 +28,7 @@ import { secretMatchesHash } from '../secrets.js';
 import { CONTACTS, extraClientMetadata } from './extra-client-metadata.js';
 import { generateSigningKey } from './keys.js';
 import { logoutPage, messagePage, PAGE_HEADERS } from './pages.js';
+import { rotateRefreshToken } from './refresh-tokens.js';
 import { findUserBySubject, subjectOf } from './users.js';
 
 /**
@@ -212,15 +213,17 @@ async function clientPayload(
   const m = c.metadata;
   return {
     client_id: c.client_id,
-    client_secret: c.secretHash.toString('hex'),
-    client_secret_expires_at: m.client_secret_expires_at,
+    // A public client has no secret (oidc-provider refuses one with token_endpoint_auth_method none).
+    ...(c.secretHash !== null
+      ? { client_secret: c.secretHash.toString('hex'), client_secret_expires_at: m.client_secret_expires_at }
+      : {}),
     client_id_issued_at: c.issued_at,
     redirect_uris: m.redirect_uris,
     post_logout_redirect_uris: m.post_logout_redirect_uris,
     response_types: m.response_types,
     grant_types: ['authorization_code', 'refresh_token'],
     application_type: m.application_type,
-    token_endpoint_auth_method: 'client_secret_basic',
+    token_endpoint_auth_method: m.token_endpoint_auth_method,
     scope: [...new Set([...SCOPES, ...m.scope])].join(' '),
     ...(m.client_name !== undefined ? { client_name: m.client_name } : {}),
     ...(m.logo_uri !== undefined ? { logo_uri: m.logo_uri } : {}),
@@ -389,9 +392,11 @@ export class ProviderRegistry {
         short: cookie,
       },
       interactions: { url: (_ctx, interaction) => `${issuer}/interaction/${interaction.uid}` },
-      // The methods the registered clients can use (a client holds a secret, stored hashed): the
-      // provider's default also lists methods that no client here could ever authenticate with.
-      clientAuthMethods: ['client_secret_basic', 'client_secret_post'],
+      // The methods the registered clients can use (a confidential client holds a secret, stored
+      // hashed; a public one has none): the provider's default also lists methods that no client
+      // here could ever authenticate with.
+      clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'none'],
+      rotateRefreshToken,
       features: {
         devInteractions: { enabled: false },
         registration: { enabled: false },

@@ -90,6 +90,7 @@ const FULL = {
   policy_uri: 'https://acme.example/privacy',
   response_types: ['code'],
   application_type: 'web',
+  token_endpoint_auth_method: 'client_secret_post',
 };
 
 describe('registering a client', () => {
@@ -109,6 +110,7 @@ describe('registering a client', () => {
         post_logout_redirect_uris: [],
         response_types: ['code'],
         application_type: 'web',
+        token_endpoint_auth_method: 'client_secret_basic',
       },
     });
     const issued = res.body.result.client_id_issued_at;
@@ -515,6 +517,7 @@ describe('updating a client', () => {
       client_secret_expires_at: null,
       response_types: null,
       application_type: null,
+      token_endpoint_auth_method: null,
     });
     expect(res.status, res.text).toBe(200);
     expect(res.body.result).toEqual({
@@ -526,6 +529,7 @@ describe('updating a client', () => {
       post_logout_redirect_uris: [],
       response_types: ['code'],
       application_type: 'web',
+      token_endpoint_auth_method: 'client_secret_basic',
     });
   });
 

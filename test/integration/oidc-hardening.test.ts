@@ -158,13 +158,14 @@ describe('the pages', () => {
 describe('discovery', () => {
   it('lists only the client authentication methods a registered client can use', async () => {
     const meta = (await discover(t)).serverMetadata();
-    expect(meta.token_endpoint_auth_methods_supported).toEqual(['client_secret_basic', 'client_secret_post']);
+    // Confidential clients with either secret method, public clients with none (each works end
+    // to end in oidc-public-clients.test.ts).
+    const methods = ['client_secret_basic', 'client_secret_post', 'none'];
+    expect(meta.token_endpoint_auth_methods_supported).toEqual(methods);
     // No JWT client authentication, so no algorithms for it either.
     expect(meta.token_endpoint_auth_signing_alg_values_supported).toBeUndefined();
     for (const [name, value] of Object.entries(meta)) {
-      if (name.endsWith('_auth_methods_supported')) {
-        expect(value, name).toEqual(['client_secret_basic', 'client_secret_post']);
-      }
+      if (name.endsWith('_auth_methods_supported')) expect(value, name).toEqual(methods);
     }
   });
 

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +7,7 @@ import { catalogMarker, createCollection, createIndex, findCollection } from '..
 import { countStatement } from '../../db/documents.js';
 import { openEmbedded } from '../../db/embedded.js';
 import { loadMigrations, migrate } from '../../db/migrate.js';
+import { findClient, insertClient } from '../../db/oidc-clients.js';
 import { parseFilter } from '../../db/query/filter-ast.js';
 import type { Sql } from '../../db/sql.js';
 import { createWorkplace } from '../../db/workplaces.js';
@@ -112,6 +114,45 @@ describe('migration 0008 on a database with collections', () => {
       expect(statement.text).toContain(catalogMarker(fresh.found));
       const [row] = await db.sql.unsafe<{ n: string }[]>(statement.text, statement.values);
       expect(row?.n).toBe('0');
+    } finally {
+      await db.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+// An upgrade: clients registered before migration 0011 hold a secret and authenticate with it.
+describe('migration 0011 on a database with clients', () => {
+  it('makes existing clients confidential, and keeps a secret exactly on confidential clients', async () => {
+    const db = await openEmbedded({ dataDir: 'memory://' });
+    const dir = await mkdtemp(join(tmpdir(), 'migrations-0011-'));
+    try {
+      const all = await loadMigrations();
+      for (const m of all.filter((m) => m.version < 11)) await writeFile(join(dir, m.name), m.sql);
+      await migrate(db.sql, dir);
+      expect(await createWorkplace(db.sql, 'w', 'wpo_x')).toHaveProperty('created');
+      const metadata = { redirect_uris: ['https://a.example/cb'], application_type: 'web' } as never;
+      const hash = Buffer.alloc(32, 1);
+      expect(
+        await insertClient(db.sql, 'w', { clientId: 'c'.repeat(22), secretHash: hash, metadata }),
+      ).toHaveProperty('inserted');
+
+      await migrate(db.sql);
+      const found = await findClient(db.sql, 'w', 'c'.repeat(22));
+      expect(found?.metadata).toEqual({
+        redirect_uris: ['https://a.example/cb'],
+        application_type: 'web',
+        token_endpoint_auth_method: 'client_secret_basic',
+      });
+      const insert = (secretHash: Buffer | null, method: string) =>
+        insertClient(db.sql, 'w', {
+          clientId: randomBytes(16).toString('base64url'),
+          secretHash,
+          metadata: { redirect_uris: ['https://a.example/cb'], token_endpoint_auth_method: method } as never,
+        });
+      await expect(insert(null, 'client_secret_basic')).rejects.toThrow(/oidc_clients_secret_by_kind/);
+      await expect(insert(hash, 'none')).rejects.toThrow(/oidc_clients_secret_by_kind/);
+      await expect(insert(null, 'none')).resolves.toHaveProperty('inserted');
     } finally {
       await db.close();
       await rm(dir, { recursive: true, force: true });

@@ -400,6 +400,20 @@ describe('a public single-page client refreshing', () => {
     expect(await userinfoStatus(next.access_token)).toBe(200);
   });
 
+  it('keeps its sign-ins when it becomes confidential, refreshing with the new secret', async () => {
+    const client = await registered({ token_endpoint_auth_method: 'none', redirect_uris: [redirect] });
+    const tokens = await signInAs(await configFor(client.client_id, oidc.None()), redirect);
+    const res = await update(client.client_id, { token_endpoint_auth_method: 'client_secret_basic' });
+    expect(res.status, res.text).toBe(200);
+    const config = await configFor(client.client_id, oidc.ClientSecretBasic(res.body.result.client_secret));
+    const next = await oidc.refreshTokenGrant(config, tokens.refresh_token as string);
+    expect(await userinfoStatus(next.access_token)).toBe(200);
+    const none = await configFor(client.client_id, oidc.None());
+    expect(await grantError(oidc.refreshTokenGrant(none, next.refresh_token as string))).toBe(
+      'invalid_client',
+    );
+  });
+
   it('gets a refresh token only with offline_access, as every client', async () => {
     const client = await registered({ token_endpoint_auth_method: 'none', redirect_uris: [redirect] });
     const config = await configFor(client.client_id, oidc.None());

@@ -66,6 +66,16 @@ async function asksForPassword(config: oidc.Configuration, browser: Browser): Pr
   return page.page ? (await page.page.text()).includes('Sign in</h1>') : false;
 }
 
+/**
+ * The provider refuses a token whose grant is gone even while the token's row stays; what was
+ * revoked must be gone from storage too, or a later grant check could not be relied upon.
+ */
+async function rowsOfGrants(grantIds: string[]): Promise<number> {
+  const [row] = await server.sql<{ n: number }[]>`
+    select count(*)::int as n from oidc_payloads where grant_id = any(${grantIds}) or id = any(${grantIds})`;
+  return row?.n ?? -1;
+}
+
 async function expectTokensDead(config: oidc.Configuration, tokens: oidc.TokenEndpointResponse) {
   await expect(oidc.refreshTokenGrant(config, tokens.refresh_token as string)).rejects.toMatchObject({
     error: 'invalid_grant',
@@ -214,8 +224,11 @@ describe("ending a user's sessions and grants", () => {
     expect((await oidc.fetchUserInfo(one.config, refreshed.access_token, 'u-ada')).sub).toBe('u-ada');
     expect(await asksForPassword(one.config, one.browser)).toBe(false);
 
+    const grantIds = (await listAll(t)).filter((i) => i.kind === 'grant').map((i) => i.id);
+    expect(await rowsOfGrants(grantIds)).toBeGreaterThan(0);
     const res = await kit.api('DELETE', sessionsPath(t));
     expect(res.status, res.text).toBe(204);
+    expect(await rowsOfGrants(grantIds)).toBe(0);
     await expectTokensDead(one.config, refreshed);
     await expectTokensDead(two.config, two.tokens);
     expect(await listAll(t)).toEqual([]);
@@ -256,6 +269,7 @@ describe("ending a user's sessions and grants", () => {
       }
     }
     await expectTokensDead(two.config, two.tokens);
+    expect(await rowsOfGrants(revoked)).toBe(0);
     // The sessions stay: no password asked.
     expect(await asksForPassword(one.config, one.browser)).toBe(false);
     const again = await kit.api(

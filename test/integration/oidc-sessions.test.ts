@@ -318,3 +318,22 @@ describe("ending a user's sessions and grants", () => {
     expect([again.status, again.body.code]).toEqual([404, 'SESSION_NOT_FOUND']);
   });
 });
+
+describe('storage', () => {
+  it("finds a user's sessions, grants and tokens through an index, not by reading the table", async () => {
+    const plans = await server.sql.begin(async (tx) => {
+      await tx`set local enable_seqscan = off`;
+      const list = await tx.unsafe(
+        `explain select id from oidc_payloads where workplace_id = $1 and (payload ->> 'accountId') = $2
+           and model in ('Session', 'Grant')`,
+        ['1', 'u-ada'],
+      );
+      const all = await tx.unsafe(
+        `explain delete from oidc_payloads where workplace_id = $1 and (payload ->> 'accountId') = $2`,
+        ['1', 'u-ada'],
+      );
+      return [list, all].map((rows) => rows.map((r) => Object.values(r)[0]).join('\n'));
+    });
+    for (const plan of plans) expect(plan).toContain('oidc_payloads_by_account');
+  });
+});

@@ -1108,6 +1108,10 @@ export interface components {
         };
         UserSessionClient: {
             client_id: string;
+            /**
+             * @description The grant the client holds from this session; `null` when it has none. A grant revoked
+             *     since is still named here (and absent from the list) until the client asks again.
+             */
             grant_id: string | null;
         };
         UserSession: {

@@ -119,6 +119,11 @@ export const errors = {
       'USER_NOT_FOUND',
       `No user of this workplace signs in as '${login}' (by email or username).`,
     ),
+  subjectNotFound: (sub: string) =>
+    new AppError(404, 'USER_NOT_FOUND', `No user of this workplace has the subject '${sub}' (its _id).`),
+  sessionNotFound: (id: string) =>
+    new AppError(404, 'SESSION_NOT_FOUND', `This user has no live session '${id}'.`),
+  grantNotFound: (id: string) => new AppError(404, 'GRANT_NOT_FOUND', `This user has no live grant '${id}'.`),
   loginAmbiguous: (login: string) =>
     new AppError(
       409,

@@ -1,4 +1,4 @@
-import type { Sql } from './sql.js';
+import type { Sql, TransactionSql } from './sql.js';
 
 /** What a workplace's provider is built from and configured with, read on every provider request. */
 export interface ProviderState {
@@ -127,7 +127,11 @@ export async function destroyPayload(
   await sql`delete from oidc_payloads where workplace_id = ${workplaceId} and model = ${model} and id = ${id}`;
 }
 
-export async function revokeGrant(sql: Sql, workplaceId: string, grantId: string): Promise<void> {
+export async function revokeGrant(
+  sql: Sql | TransactionSql,
+  workplaceId: string,
+  grantId: string,
+): Promise<void> {
   await sql`delete from oidc_payloads where workplace_id = ${workplaceId} and grant_id = ${grantId}`;
 }
 

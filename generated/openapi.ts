@@ -251,6 +251,118 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workplaces/{name}/oidc/users/{sub}/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /**
+                 * @description The user's subject: the `sub` of its tokens, its document's `_id` (a number as its
+                 *     decimal text). At most 100 characters, as every path parameter.
+                 */
+                sub: components["parameters"]["UserSubject"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List a user's sessions and grants
+         * @description The user's live sign-in sessions (one per browser where it signed in) and grants (what
+         *     it allowed a client: the grant's access, refresh tokens and codes die with it), newest
+         *     first, in pages of `limit` (1 to 1,000, default 100). Each session lists the clients
+         *     it signed in to, with the grant of each. Expired sessions and grants are not listed.
+         *     Another user's or another workplace's are never listed. The user is named by its `sub`
+         *     (its document's `_id`); `404 USER_NOT_FOUND` when no user of the workplace has it.
+         *     Needs a `read_write` token: who signed in where, and when, is the operators' business,
+         *     as the password and the sessions they end.
+         */
+        get: operations["listUserSessions"];
+        put?: never;
+        post?: never;
+        /**
+         * Sign a user out everywhere
+         * @description Ends every session of the user and revokes every grant with all of its tokens, at once:
+         *     from this moment its refresh tokens are refused (`invalid_grant`), its access tokens get
+         *     `401` at userinfo and introspect as inactive, and its next authorization asks for the
+         *     password again. Answers `204`, also when the user had nothing to end. A `Content-Type:
+         *     application/json` header with an empty body is accepted.
+         */
+        delete: operations["endUserSessions"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workplaces/{name}/oidc/users/{sub}/sessions/{session_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /**
+                 * @description The user's subject: the `sub` of its tokens, its document's `_id` (a number as its
+                 *     decimal text). At most 100 characters, as every path parameter.
+                 */
+                sub: components["parameters"]["UserSubject"];
+                /** @description The session's `id`, as listed. */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * End one session
+         * @description Ends the session as if the user signed out of it at the provider's end-session endpoint:
+         *     the browser that holds it must sign in again on its next authorization, and the grants
+         *     of the clients it signed in to (its `clients`) are revoked with their tokens and codes,
+         *     except a grant that allowed `offline_access`, whose refresh tokens are meant to outlive a
+         *     sign-out (revoke it on the grant route, or sign the user out everywhere). The user's other
+         *     sessions stay. Answers `204`; `404 SESSION_NOT_FOUND` when the user has no live session of
+         *     that id.
+         */
+        delete: operations["endUserSession"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/workplaces/{name}/oidc/users/{sub}/grants/{grant_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /**
+                 * @description The user's subject: the `sub` of its tokens, its document's `_id` (a number as its
+                 *     decimal text). At most 100 characters, as every path parameter.
+                 */
+                sub: components["parameters"]["UserSubject"];
+                /** @description The grant's `id`, as listed. */
+                grant_id: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke one grant
+         * @description Revokes what the user allowed one client, with every token and code of that grant, at
+         *     once: its refresh tokens are refused and its access tokens get `401` at userinfo. The
+         *     user's sessions stay (a client that asks again gets a new grant). Answers `204`;
+         *     `404 GRANT_NOT_FOUND` when the user has no live grant of that id.
+         */
+        delete: operations["revokeUserGrant"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/oidc/{name}/registration": {
         parameters: {
             query?: never;
@@ -890,7 +1002,7 @@ export interface components {
          * @description Stable machine-readable error codes of `Problem.code`.
          * @enum {string}
          */
-        ErrorCode: "VALIDATION_FAILED" | "INVALID_JSON" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "ROUTE_NOT_FOUND" | "WORKPLACE_NOT_FOUND" | "COLLECTION_NOT_FOUND" | "INDEX_NOT_FOUND" | "CONNECTOR_NOT_FOUND" | "CLIENT_NOT_FOUND" | "TOKEN_NOT_FOUND" | "USER_NOT_FOUND" | "LOGIN_AMBIGUOUS" | "WORKPLACE_EXISTS" | "COLLECTION_EXISTS" | "INDEX_EXISTS" | "DUPLICATE_KEY" | "INVALID_QUERY" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
+        ErrorCode: "VALIDATION_FAILED" | "INVALID_JSON" | "BAD_REQUEST" | "UNAUTHORIZED" | "FORBIDDEN" | "ROUTE_NOT_FOUND" | "WORKPLACE_NOT_FOUND" | "COLLECTION_NOT_FOUND" | "INDEX_NOT_FOUND" | "CONNECTOR_NOT_FOUND" | "CLIENT_NOT_FOUND" | "TOKEN_NOT_FOUND" | "USER_NOT_FOUND" | "SESSION_NOT_FOUND" | "GRANT_NOT_FOUND" | "LOGIN_AMBIGUOUS" | "WORKPLACE_EXISTS" | "COLLECTION_EXISTS" | "INDEX_EXISTS" | "DUPLICATE_KEY" | "INVALID_QUERY" | "PAYLOAD_TOO_LARGE" | "UNSUPPORTED_MEDIA_TYPE" | "INTERNAL_ERROR" | "SERVICE_UNAVAILABLE";
         /** @description RFC 9457 problem details. */
         Problem: {
             /** @description Always `about:blank`; `code` tells the problems apart. */
@@ -996,6 +1108,42 @@ export interface components {
         };
         SigningKeysEnvelope: {
             result: components["schemas"]["SigningKey"][];
+        };
+        UserSessionClient: {
+            client_id: string;
+            /**
+             * @description The grant the client holds from this session; `null` when it has none. A grant revoked
+             *     since is still named here (and absent from the list) until the client asks again.
+             */
+            grant_id: string | null;
+        };
+        UserSession: {
+            /** @enum {string} */
+            kind: "session";
+            id: string;
+            created_at: components["schemas"]["Timestamp"];
+            expires_at: components["schemas"]["Timestamp"];
+            signed_in_at: components["schemas"]["Timestamp"] | null;
+            /** @description The clients the user signed in to in this session, with the grant of each. */
+            clients: components["schemas"]["UserSessionClient"][];
+        };
+        UserGrant: {
+            /** @enum {string} */
+            kind: "grant";
+            id: string;
+            client_id: string;
+            /** @description The scopes allowed, space-separated. */
+            scope: string;
+            created_at: components["schemas"]["Timestamp"];
+            expires_at: components["schemas"]["Timestamp"];
+        };
+        UserSessionListEnvelope: {
+            result: (components["schemas"]["UserSession"] | components["schemas"]["UserGrant"])[];
+            /**
+             * @description Present when more follow this page: send it as `cursor` for the next page. Absent on
+             *     the last page.
+             */
+            next?: string;
         };
         OidcSettings: {
             /** @description The collection that stores the users who sign in. Default `users`. */
@@ -1591,8 +1739,9 @@ export interface components {
         };
         /**
          * @description The workplace (`WORKPLACE_NOT_FOUND`), collection (`COLLECTION_NOT_FOUND`), index
-         *     (`INDEX_NOT_FOUND`), connector (`CONNECTOR_NOT_FOUND`), token (`TOKEN_NOT_FOUND`) or user
-         *     (`USER_NOT_FOUND`) does not exist. A workplace outside a scoped token's scope answers `WORKPLACE_NOT_FOUND` too,
+         *     (`INDEX_NOT_FOUND`), connector (`CONNECTOR_NOT_FOUND`), token (`TOKEN_NOT_FOUND`), user
+         *     (`USER_NOT_FOUND`), or a user's session (`SESSION_NOT_FOUND`) or grant (`GRANT_NOT_FOUND`)
+         *     does not exist. A workplace outside a scoped token's scope answers `WORKPLACE_NOT_FOUND` too,
          *     so that a token cannot learn which other workplaces exist.
          */
         NotFound: {
@@ -1733,6 +1882,11 @@ export interface components {
         ConnectorId: components["schemas"]["ConnectorId"];
         /** @description The token's id (not its secret). */
         TokenId: string;
+        /**
+         * @description The user's subject: the `sub` of its tokens, its document's `_id` (a number as its
+         *     decimal text). At most 100 characters, as every path parameter.
+         */
+        UserSubject: string;
         /** @description Selects one client; its presence switches the operation (see the description). */
         ClientIdSelect: components["schemas"]["ClientId"];
         /** @description The client to act on. */
@@ -2109,6 +2263,148 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listUserSessions: {
+        parameters: {
+            query?: {
+                /** @description Items per page, 1 to 1,000 (decimal digits). Default 100. */
+                limit?: string;
+                /**
+                 * @description The `next` of the previous page, unchanged; an altered or garbled one is a
+                 *     `400 BAD_REQUEST`.
+                 */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /**
+                 * @description The user's subject: the `sub` of its tokens, its document's `_id` (a number as its
+                 *     decimal text). At most 100 characters, as every path parameter.
+                 */
+                sub: components["parameters"]["UserSubject"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of the user's sessions and grants. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UserSessionListEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    endUserSessions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /**
+                 * @description The user's subject: the `sub` of its tokens, its document's `_id` (a number as its
+                 *     decimal text). At most 100 characters, as every path parameter.
+                 */
+                sub: components["parameters"]["UserSubject"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The user has no session, grant or token left. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    endUserSession: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /**
+                 * @description The user's subject: the `sub` of its tokens, its document's `_id` (a number as its
+                 *     decimal text). At most 100 characters, as every path parameter.
+                 */
+                sub: components["parameters"]["UserSubject"];
+                /** @description The session's `id`, as listed. */
+                session_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The session is ended. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeUserGrant: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /**
+                 * @description The user's subject: the `sub` of its tokens, its document's `_id` (a number as its
+                 *     decimal text). At most 100 characters, as every path parameter.
+                 */
+                sub: components["parameters"]["UserSubject"];
+                /** @description The grant's `id`, as listed. */
+                grant_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The grant and its tokens are revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -4,6 +4,7 @@ import { documentHandlers } from './documents.js';
 import { healthHandlers } from './health.js';
 import { indexHandlers } from './indexes.js';
 import { oidcClientHandlers } from './oidc-clients.js';
+import { oidcSessionHandlers } from './oidc-sessions.js';
 import { oidcSettingsHandlers } from './oidc-settings.js';
 import { tokenHandlers } from './tokens.js';
 import type { HandlerDeps, Handlers } from './types.js';
@@ -17,6 +18,7 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...tokenHandlers(deps),
     ...oidcSettingsHandlers(deps),
     ...oidcClientHandlers(deps),
+    ...oidcSessionHandlers(deps),
     ...collectionHandlers(deps),
     ...indexHandlers(deps),
     ...documentHandlers(deps),

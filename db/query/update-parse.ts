@@ -5,7 +5,7 @@
  */
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
 import { type Filter, parseFilter } from './filter-ast.js';
-import { cloneJson, describeValue, getOwn, setOwn } from './json.js';
+import { cloneJson, describeValue, getOwn } from './json.js';
 import { MAX_PATH_LENGTH, MAX_PATH_SEGMENTS, splitPath } from './path.js';
 import {
   checkFiltersUsed,

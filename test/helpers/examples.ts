@@ -16,7 +16,13 @@ export async function oidcTokenOf(t: TestApp, name: string): Promise<string> {
   return row.token;
 }
 
-const SAMPLE_PARAMS: Record<string, string> = { storage_name: 'users', index_name: 'byEmail' };
+const SAMPLE_PARAMS: Record<string, string> = {
+  storage_name: 'users',
+  index_name: 'byEmail',
+  sub: 'ada',
+  session_id: 'examplesession',
+  grant_id: 'examplegrant',
+};
 
 /** Ids of things the example requests act on; made up unless createWhatTheExampleNeeds made them. */
 export interface SampleIds {
@@ -106,7 +112,7 @@ export async function createWhatTheExampleNeeds(
     ids.tokenId = res.body.result.id;
   }
   if (op.path.includes('{storage_name}')) await createSampleCollection(t, op, name);
-  if (op.operationId === 'setUserPassword') {
+  if (op.operationId === 'setUserPassword' || op.path.includes('{sub}')) {
     // The example's login, as a user of the default users collection.
     const storages = `/v1/workplaces/${name}/storages`;
     await t.request({ method: 'POST', url: storages, body: { name: 'users' } });
@@ -117,7 +123,32 @@ export async function createWhatTheExampleNeeds(
     });
     if (res.status !== 201) throw new Error(`could not create the sample user: ${res.text}`);
   }
+  if (op.path.includes('{sub}')) await createSampleSession(t, name);
   return ids;
+}
+
+/**
+ * A session of the sample user with the grant it made, as the provider stores them (a sign-in
+ * needs a live server and a browser; the sessions test does that).
+ */
+async function createSampleSession(t: TestApp, name: string) {
+  const now = Math.floor(Date.now() / 1000);
+  const common = { accountId: SAMPLE_PARAMS.sub, iat: now, exp: now + 3600 };
+  const rows = [
+    [
+      'Session',
+      SAMPLE_PARAMS.session_id,
+      { authorizations: { someclient: { grantId: SAMPLE_PARAMS.grant_id } } },
+    ],
+    ['Grant', SAMPLE_PARAMS.grant_id, { clientId: 'someclient', openid: { scope: 'openid' } }],
+  ] as const;
+  for (const [model, id, payload] of rows) {
+    await t.sql`
+      insert into oidc_payloads (workplace_id, model, id, payload, expires_at)
+      select w.id, ${model}, ${id as string}, ${JSON.stringify({ ...common, ...payload, jti: id, kind: model })}::text::jsonb,
+        now() + interval '1 hour'
+      from workplaces w where w.name = ${name}`;
+  }
 }
 
 /** The collection and index that SAMPLE_PARAMS name. */

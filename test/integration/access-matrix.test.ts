@@ -21,6 +21,11 @@ const ACCESS: Record<string, 'read' | 'write' | 'admin'> = {
   generateOidcToken: 'write',
   setUserPassword: 'write',
   rotateSigningKeys: 'write',
+  // Who signed in where is the business of those who set the passwords and end the sessions.
+  listUserSessions: 'write',
+  endUserSessions: 'write',
+  endUserSession: 'write',
+  revokeUserGrant: 'write',
   listCollections: 'read',
   createCollection: 'write',
   deleteCollection: 'write',

@@ -363,6 +363,14 @@ const HOSTILE_PAYLOADS: [string, string | Buffer, string][] = [
   ['17 MiB', `{"a":"${'x'.repeat(17 * 1024 * 1024)}"}`, 'application/json'],
 ];
 
+/** The names of the query parameters an operation declares. */
+function queryParameters(op: SpecOperation): string[] {
+  const operation = (spec.paths[op.path] as Record<string, { parameters?: { in: string; name: string }[] }>)[
+    op.method.toLowerCase()
+  ];
+  return (operation?.parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name);
+}
+
 function* mutantsOf(op: SpecOperation): Generator<Mutant> {
   const valid = exampleRequest(op, workplace, ids);
   const method = valid.method;
@@ -384,6 +392,16 @@ function* mutantsOf(op: SpecOperation): Generator<Mutant> {
         method,
         url: valid.url.replace(/client_id=[^&]*/, `client_id=${segment}`),
       };
+    }
+  }
+  // The operation's own query parameters (client_id aside, above), each given every hostile
+  // segment and the numbers just outside its range.
+  for (const name of queryParameters(op)) {
+    if (name === 'client_id') continue;
+    const values: [string, string][] = [...HOSTILE_SEGMENTS, ['0', '0'], ['1001', '1001'], ['1.5', '1.5']];
+    for (const [what, segment] of values) {
+      const sep = valid.url.includes('?') ? '&' : '?';
+      yield { what: `query ${name}: ${what}`, method, url: `${valid.url}${sep}${name}=${segment}` };
     }
   }
   const validate = bodySchema(op);

@@ -62,9 +62,13 @@ describe('openapi.yaml against SPEC.md and the handlers', () => {
     const extra = ops.map((o) => `${o.method} ${o.path}`).filter((r) => !specRoutes.has(r));
     expect(extra.sort()).toEqual([
       'DELETE /v1/tokens/{token_id}',
+      'DELETE /v1/workplaces/{name}/oidc/users/{sub}/grants/{grant_id}',
+      'DELETE /v1/workplaces/{name}/oidc/users/{sub}/sessions',
+      'DELETE /v1/workplaces/{name}/oidc/users/{sub}/sessions/{session_id}',
       'GET /healthz',
       'GET /readyz',
       'GET /v1/tokens',
+      'GET /v1/workplaces/{name}/oidc/users/{sub}/sessions',
       'POST /v1/tokens',
       'POST /v1/workplaces/{name}/oidc/keys',
       'POST /v1/workplaces/{name}/oidc/password',

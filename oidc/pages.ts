@@ -24,6 +24,7 @@ const SCOPE_WORDS: Record<string, string> = {
   email: 'Your e-mail address and whether it is verified',
   phone: 'Your phone number and whether it is verified',
   address: 'Your postal address',
+  roles: 'Your roles and groups',
   offline_access: 'Keep access while you are not using it (until you sign out or it expires)',
 };
 

@@ -215,9 +215,17 @@ export async function registerOidcProvider(
           });
       if (!grant)
         return html(reply, 400, messagePage('Sign-in expired', 'Start again from the application.'));
-      const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
+      const missing = details.prompt.details as {
+        missingOIDCScope?: string[];
+        missingOIDCClaims?: string[];
+        missingResourceScopes?: Record<string, string[]>;
+      };
       if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
       if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+      // The API the access token is for (oidc/resources.ts), with the scopes it may carry there.
+      for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
+        grant.addResourceScope(indicator, scopes.join(' '));
+      }
       const grantId = await grant.save();
       reply.hijack();
       await provider.interactionFinished(

@@ -137,7 +137,12 @@ export async function registerOidcProvider(
       const scopes = String(details.params.scope ?? 'openid')
         .split(' ')
         .filter((scope) => allowed.has(scope));
-      return html(reply, 200, consentPage({ action: `${base}/confirm`, client, scopes }));
+      // The APIs the client named; the default audience (the issuer) is the workplace's own.
+      const resources = [details.params.resource ?? []]
+        .flat()
+        .map(String)
+        .filter((r) => r !== entry.issuer);
+      return html(reply, 200, consentPage({ action: `${base}/confirm`, client, scopes, resources }));
     });
 
     scope.post('/oidc/:name/interaction/:uid/login', async (request, reply) => {

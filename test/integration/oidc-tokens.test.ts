@@ -8,6 +8,7 @@ import {
   type LiveServer,
   REDIRECT,
   signIn,
+  signInPages,
   startLiveServer,
   type Tenant,
   tenantKit,
@@ -62,7 +63,8 @@ async function signInFor(t: Tenant, o: { scope: string; resource?: string; token
     scope: o.scope,
     ...(o.resource ? { resource: o.resource } : {}),
   });
-  const callback = await signIn(new Browser(), url);
+  const pages = await signInPages(new Browser(), url);
+  const { callback } = pages;
   expect(callback.searchParams.get('error'), callback.href).toBeNull();
   const tokenResource = o.tokenResource ?? o.resource;
   const tokens = await oidc.authorizationCodeGrant(
@@ -71,7 +73,7 @@ async function signInFor(t: Tenant, o: { scope: string; resource?: string; token
     { pkceCodeVerifier: verifier, expectedState: state },
     tokenResource ? { resource: tokenResource } : undefined,
   );
-  return { config, tokens };
+  return { config, tokens, pages };
 }
 
 async function clientCredentials(t: Tenant, params: Record<string, string>) {
@@ -143,7 +145,9 @@ describe('discovery', () => {
 
 describe('JWT access tokens for a resource server', () => {
   it('carry the RFC 9068 claims, verify with jose, and are refused for another audience', async () => {
-    const { tokens } = await signInFor(tenant, { scope: 'openid email', resource: API });
+    const { tokens, pages } = await signInFor(tenant, { scope: 'openid email', resource: API });
+    // The user sees which API the client will use the access at.
+    expect(pages.consentHtml).toContain(`To be used at: <code>${API}</code>`);
     expect(isJwt(tokens.access_token)).toBe(true);
     expect(decodeProtectedHeader(tokens.access_token).typ).toBe('at+jwt');
     const { payload } = await (await resourceServer(tenant, API))(tokens.access_token);
@@ -183,12 +187,36 @@ describe('JWT access tokens for a resource server', () => {
 
   it('are opaque for userinfo when a sign-in with openid names no resource; userinfo refuses a JWT', async () => {
     const plain = await signInFor(tenant, { scope: 'openid email' });
+    expect(plain.pages.consentHtml).not.toContain('To be used at');
     expect(isJwt(plain.tokens.access_token)).toBe(false);
     expect((await oidc.fetchUserInfo(plain.config, plain.tokens.access_token, 'u-ada')).email).toBe(
       'ada@acme.example',
     );
     const jwt = await signInFor(tenant, { scope: 'openid email', resource: API });
     await expect(oidc.fetchUserInfo(jwt.config, jwt.tokens.access_token, 'u-ada')).rejects.toThrow();
+  });
+
+  it('come from a refresh for any resource the authorization named, one at a time', async () => {
+    const config = await discover(tenant);
+    const { url, verifier, state } = await authorizationRequest(config, {
+      scope: 'openid offline_access email',
+      resource: API,
+    });
+    url.searchParams.append('resource', OTHER_API);
+    const callback = await signIn(new Browser(), url);
+    // Two resources granted: each token request picks one.
+    const checks = { pkceCodeVerifier: verifier, expectedState: state };
+    const tokens = await oidc.authorizationCodeGrant(config, callback, checks, { resource: OTHER_API });
+    expect(decodeJwt(tokens.access_token).aud).toBe(OTHER_API);
+    const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token as string, { resource: API });
+    expect((await (await resourceServer(tenant, API))(refreshed.access_token)).payload.sub).toBe('u-ada');
+    // A refresh naming none gets the opaque userinfo token again.
+    const plain = await oidc.refreshTokenGrant(
+      config,
+      refreshed.refresh_token ?? (tokens.refresh_token as string),
+    );
+    expect(isJwt(plain.access_token)).toBe(false);
+    expect((await oidc.fetchUserInfo(config, plain.access_token, 'u-ada')).sub).toBe('u-ada');
   });
 
   it('refuse a resource that is not an https URL, or has a query or a fragment', async () => {

@@ -178,6 +178,11 @@ describe('JWT access tokens for a resource server', () => {
     expect(cc.status).toBe(200);
     const { payload } = await (await resourceServer(tenant, tenant.issuer))(cc.body.access_token as string);
     expect(payload.aud).toBe(tenant.issuer);
+    // A sign-in without openid (plain OAuth) gets it with no resource named anywhere.
+    const oauth = await signInFor(tenant, { scope: 'roles' });
+    const { payload: user } = await (await resourceServer(tenant, tenant.issuer))(oauth.tokens.access_token);
+    expect(user).toMatchObject({ sub: 'u-ada', scope: 'roles', roles: ['admin', 'editor'] });
+    expect(oauth.tokens.id_token).toBeUndefined();
     // A sign-in that named none at authorization can name the default at the token endpoint.
     const { tokens } = await signInFor(tenant, { scope: 'openid profile', tokenResource: tenant.issuer });
     expect((await (await resourceServer(tenant, tenant.issuer))(tokens.access_token)).payload.scope).toBe(
@@ -295,11 +300,15 @@ describe('introspection', () => {
     expect((await introspect(tenant, 'not-a-token')).body).toEqual({ active: false });
   });
 
-  it('refuses JWT access tokens, which their resource server checks itself (oidc-provider)', async () => {
+  it('and revocation refuse JWT access tokens, which their resource server checks itself (oidc-provider)', async () => {
     const { tokens } = await signInFor(tenant, { scope: 'openid', resource: API });
     const res = await introspect(tenant, tokens.access_token);
     expect(res.status).toBe(400);
     expect(res.body.error).toBe('unsupported_token_type');
+    const config = await discover(tenant);
+    await expect(oidc.tokenRevocation(config, tokens.access_token)).rejects.toMatchObject({
+      error: 'unsupported_token_type',
+    });
   });
 });
 

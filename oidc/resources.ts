@@ -71,13 +71,18 @@ export function resourceIndicators(
     },
     async getResourceServerInfo(ctx, indicator, client) {
       checkResourceIndicator(indicator, issuer);
+      const clientCredentials = ctx.oidc.params?.grant_type === 'client_credentials';
+      // oidc-provider would let a client without a secret (token_endpoint_auth_method none)
+      // use client_credentials, which is then anyone acting as it.
+      if (clientCredentials && client.clientAuthMethod === 'none') {
+        throw new errors.UnauthorizedClient('client_credentials is for clients that hold a secret');
+      }
       const registered = new Set(registeredScopesOf(client.metadata()).filter((s) => !SIGN_IN_SCOPES.has(s)));
-      const scopes =
-        ctx.oidc.params?.grant_type === 'client_credentials'
-          ? clientCredentialsScopes(ctx, registered)
-          : String(client.scope ?? '')
-              .split(' ')
-              .filter((s) => s !== '' && !SIGN_IN_SCOPES.has(s));
+      const scopes = clientCredentials
+        ? clientCredentialsScopes(ctx, registered)
+        : String(client.scope ?? '')
+            .split(' ')
+            .filter((s) => s !== '' && !SIGN_IN_SCOPES.has(s));
       return {
         audience: indicator,
         scope: scopes.join(' '),

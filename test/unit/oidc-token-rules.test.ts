@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { userClaims } from '../../oidc/claims.js';
-import { checkResourceIndicator } from '../../oidc/resources.js';
+import { REGISTERED_SCOPE } from '../../oidc/extra-client-metadata.js';
+import { checkResourceIndicator, introspectionAllowed, resourceIndicators } from '../../oidc/resources.js';
 
 const NAMES = [
   'name',
@@ -84,5 +85,71 @@ describe('checkResourceIndicator', () => {
       return;
     }
     throw new Error(`${indicator} was accepted`);
+  });
+});
+
+describe('what a resource server token may carry, and who may use client_credentials and introspection', () => {
+  const ISSUER = 'https://op.example/oidc/acme';
+  const info = resourceIndicators(ISSUER, () => 300);
+  const client = (clientAuthMethod: string, registered: string) =>
+    ({
+      clientAuthMethod,
+      scope: `openid profile email roles offline_access ${registered}`.trim(),
+      metadata: () => ({ [REGISTERED_SCOPE]: registered }),
+    }) as never;
+  const ctx = (params: Record<string, string>) => ({ oidc: { params } }) as never;
+  const get = (params: Record<string, string>, c: never) =>
+    (info.getResourceServerInfo as unknown as (...a: unknown[]) => Promise<Record<string, unknown>>)(
+      ctx(params),
+      ISSUER,
+      c,
+    );
+
+  it('a sign-in: the client may-ask scopes except openid and offline_access, as a JWT for token_timeout', async () => {
+    expect(await get({}, client('client_secret_basic', 'orders:read'))).toEqual({
+      audience: ISSUER,
+      scope: 'profile email roles orders:read',
+      accessTokenFormat: 'jwt',
+      accessTokenTTL: 300,
+      jwt: { sign: { alg: 'RS256' } },
+    });
+  });
+
+  const cc: [string, string, string | RegExp][] = [
+    ['orders:read orders:write offline_access', 'orders:read', 'orders:read orders:write'],
+    ['orders:read', '', 'orders:read'],
+    ['orders:read', 'orders:write', /invalid_scope/],
+    ['orders:read', 'email', /invalid_scope/],
+    ['orders:read openid', 'openid', /invalid_scope/],
+    ['offline_access', 'offline_access', /invalid_scope/],
+  ];
+  it.each(cc)('client_credentials, registered %j, asking %j', async (registered, asked, expected) => {
+    const answer = get(
+      { grant_type: 'client_credentials', scope: asked },
+      client('client_secret_basic', registered),
+    );
+    if (typeof expected === 'string') expect((await answer).scope).toBe(expected);
+    else await expect(answer).rejects.toMatchObject({ error: expect.stringMatching(expected) });
+  });
+
+  it('client_credentials is refused to a client without a secret', async () => {
+    await expect(
+      get({ grant_type: 'client_credentials' }, client('none', 'orders:read')),
+    ).rejects.toMatchObject({
+      error: 'unauthorized_client',
+    });
+  });
+
+  it('introspection: confidential clients only', async () => {
+    expect(await introspectionAllowed(undefined, { clientAuthMethod: 'client_secret_post' })).toBe(true);
+    expect(await introspectionAllowed(undefined, { clientAuthMethod: 'none' })).toBe(false);
+  });
+
+  it('the default resource is the issuer; of several granted, none is picked', async () => {
+    const pick = info.defaultResource as (...a: unknown[]) => Promise<unknown>;
+    expect(await pick(ctx({}), client('client_secret_basic', ''))).toBe(ISSUER);
+    expect(
+      await pick(ctx({}), client('client_secret_basic', ''), ['https://a.example', 'https://b.example']),
+    ).toEqual(['https://a.example', 'https://b.example']);
   });
 });

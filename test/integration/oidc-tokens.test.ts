@@ -238,6 +238,13 @@ describe('JWT access tokens for a resource server', () => {
       expect(res.body.error, resource).toBe('invalid_target');
     }
     expect((await clientCredentials(tenant, { resource: 'http://127.0.0.1:8080/api' })).status).toBe(200);
+    // At the authorization endpoint, the refusal comes back to the client.
+    const { url: refused } = await authorizationRequest(await discover(tenant), {
+      scope: 'openid',
+      resource: 'http://api.acme.example',
+    });
+    const back = await new Browser().follow(refused.href, refused.origin);
+    expect(back.left?.searchParams.get('error'), back.left?.href).toBe('invalid_target');
     // A token request may not name a resource the authorization did not.
     const config = await discover(tenant);
     const { url, verifier, state } = await authorizationRequest(config, { scope: 'openid', resource: API });

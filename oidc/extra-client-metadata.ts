@@ -24,6 +24,12 @@ import internals from 'oidc-provider/lib/helpers/weak_cache.js';
 /** The private metadata name of the contacts as registered: a string or an array of strings. */
 export const CONTACTS = 'workplace_contacts';
 
+/**
+ * The scopes the client registered itself, space-separated: its `scope` in oidc-provider also
+ * holds the standard scopes every client may ask for, and client_credentials is limited to these.
+ */
+export const REGISTERED_SCOPE = 'workplace_registered_scope';
+
 type ExtraClientMetadata = NonNullable<Configuration['extraClientMetadata']>;
 
 function knownScopes(provider: Provider): Set<unknown> {
@@ -37,7 +43,7 @@ function knownScopes(provider: Provider): Set<unknown> {
 /** `provider` is called only when a client is built, after the Provider exists. */
 export function extraClientMetadata(provider: () => Provider): ExtraClientMetadata {
   return {
-    properties: [CONTACTS],
+    properties: [CONTACTS, REGISTERED_SCOPE],
     // Called for every client oidc-provider builds, once per property, before it checks `scope`.
     validator(_ctx, key, _value, metadata) {
       if (key !== CONTACTS) return;
@@ -53,4 +59,10 @@ export function contactsOf(metadata: Record<string, unknown>): string[] | undefi
   if (typeof value === 'string') return [value];
   if (Array.isArray(value)) return value.filter((c): c is string => typeof c === 'string');
   return undefined;
+}
+
+/** The scopes the client registered itself, from oidc-provider's metadata of it. */
+export function registeredScopesOf(metadata: Record<string, unknown>): string[] {
+  const value = metadata[REGISTERED_SCOPE];
+  return typeof value === 'string' ? value.split(' ').filter((s) => s !== '') : [];
 }

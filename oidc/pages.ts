@@ -24,6 +24,7 @@ const SCOPE_WORDS: Record<string, string> = {
   email: 'Your e-mail address and whether it is verified',
   phone: 'Your phone number and whether it is verified',
   address: 'Your postal address',
+  roles: 'Your roles and groups',
   offline_access: 'Keep access while you are not using it (until you sign out or it expires)',
 };
 
@@ -132,15 +133,24 @@ ${clientFooter(o.client)}`,
   );
 }
 
-export function consentPage(o: { action: string; client: ClientView; scopes: string[] }): string {
+/** `resources`: the APIs the access will be used at, when the client named any (RFC 8707). */
+export function consentPage(o: {
+  action: string;
+  client: ClientView;
+  scopes: string[];
+  resources?: string[];
+}): string {
   const items = o.scopes.map((s) => `<li>${escapeHtml(describeScope(s))}</li>`).join('');
+  const at = o.resources?.length
+    ? `<p>To be used at: ${o.resources.map((r) => `<code>${escapeHtml(r)}</code>`).join(', ')}</p>\n`
+    : '';
   return page(
     'Allow access',
     `${clientHeader(o.client)}
 <h1>Allow access?</h1>
 <p>${escapeHtml(o.client.client_name ?? o.client.client_id)} asks for:</p>
 <ul>${items}</ul>
-<form method="post" action="${escapeHtml(o.action)}">
+${at}<form method="post" action="${escapeHtml(o.action)}">
 <button type="submit" name="decision" value="allow">Allow</button>
 <button type="submit" name="decision" value="deny" class="secondary">Deny</button>
 </form>

@@ -25,10 +25,12 @@ import type { JsonObject } from '../db/query/errors.js';
 import type { Sql } from '../db/sql.js';
 import { RETRY_AFTER_SECONDS, toAppError } from '../errors.js';
 import { secretMatchesHash } from '../secrets.js';
-import { CONTACTS, extraClientMetadata } from './extra-client-metadata.js';
+import { LIST_CLAIMS, userClaims } from './claims.js';
+import { CONTACTS, extraClientMetadata, REGISTERED_SCOPE } from './extra-client-metadata.js';
 import { generateSigningKey } from './keys.js';
 import { logoutPage, messagePage, PAGE_HEADERS } from './pages.js';
 import { rotateRefreshToken } from './refresh-tokens.js';
+import { introspectionAllowed, resourceIndicators } from './resources.js';
 import { findUserBySubject, subjectOf } from './users.js';
 
 /**
@@ -98,6 +100,8 @@ export const SCOPE_CLAIMS: Record<string, string[]> = {
   email: ['email', 'email_verified'],
   phone: ['phone_number', 'phone_number_verified'],
   address: ['address'],
+  // RFC 9068 section 2.2.3.1; also in JWT access tokens (extraTokenClaims in build()).
+  roles: [...LIST_CLAIMS],
 };
 const SCOPES = [...Object.keys(SCOPE_CLAIMS), 'offline_access'];
 
@@ -122,13 +126,7 @@ function stateOf(ctx: KoaContextWithOIDC | undefined, latest: { state: Workplace
 
 /** The user's claims: only members that are present, of the types OpenID Connect gives them. */
 function claimsOf(user: JsonObject, sub: string): Record<string, unknown> {
-  const claims: Record<string, unknown> = { sub };
-  for (const names of Object.values(SCOPE_CLAIMS)) {
-    for (const name of names) {
-      if (name !== 'sub' && user[name] !== undefined && user[name] !== null) claims[name] = user[name];
-    }
-  }
-  return claims;
+  return userClaims(user, sub, Object.values(SCOPE_CLAIMS).flat());
 }
 
 /**
@@ -221,10 +219,15 @@ async function clientPayload(
     redirect_uris: m.redirect_uris,
     post_logout_redirect_uris: m.post_logout_redirect_uris,
     response_types: m.response_types,
-    grant_types: ['authorization_code', 'refresh_token'],
+    // A service acting as itself proves it with its secret: public clients have none.
+    grant_types:
+      m.token_endpoint_auth_method === 'none'
+        ? ['authorization_code', 'refresh_token']
+        : ['authorization_code', 'refresh_token', 'client_credentials'],
     application_type: m.application_type,
     token_endpoint_auth_method: m.token_endpoint_auth_method,
     scope: [...new Set([...SCOPES, ...m.scope])].join(' '),
+    [REGISTERED_SCOPE]: m.scope.join(' '),
     ...(m.client_name !== undefined ? { client_name: m.client_name } : {}),
     ...(m.logo_uri !== undefined ? { logo_uri: m.logo_uri } : {}),
     ...(m.client_uri !== undefined ? { client_uri: m.client_uri } : {}),
@@ -402,6 +405,10 @@ export class ProviderRegistry {
         registration: { enabled: false },
         revocation: { enabled: true },
         userinfo: { enabled: true },
+        // Access tokens an API can check: oidc/resources.ts has the rules.
+        introspection: { enabled: true, allowedPolicy: introspectionAllowed },
+        clientCredentials: { enabled: true },
+        resourceIndicators: resourceIndicators(issuer, (ctx) => stateOf(ctx, latest).tokenTimeout),
         rpInitiatedLogout: {
           enabled: true,
           async logoutSource(ctx, form) {
@@ -414,8 +421,25 @@ export class ProviderRegistry {
           },
         },
       },
+      // RFC 9068 section 2.2.3.1: the user's roles and groups, when the token has the `roles` scope.
+      async extraTokenClaims(ctx, token) {
+        const sub = 'accountId' in token ? token.accountId : undefined;
+        if (
+          !sub ||
+          !String(token.scope ?? '')
+            .split(' ')
+            .includes('roles')
+        )
+          return undefined;
+        const s = stateOf(ctx, latest);
+        const user = await fromDatabase(() => findUserBySubject(sql, s.workplace, s.collection, sub));
+        if (!user || subjectOf(user) !== sub) return undefined;
+        const { sub: _, ...lists } = userClaims(user, sub, LIST_CLAIMS);
+        return lists;
+      },
       ttl: {
         AccessToken: (ctx) => stateOf(ctx, latest).tokenTimeout,
+        ClientCredentials: (ctx) => stateOf(ctx, latest).tokenTimeout,
         IdToken: (ctx) => stateOf(ctx, latest).idTokenTimeout,
         RefreshToken: (ctx) => stateOf(ctx, latest).refreshTimeout,
         Session: (ctx) => stateOf(ctx, latest).sessionTimeout,
@@ -447,7 +471,11 @@ export class ProviderRegistry {
       // The standard scopes, which every client has: the provider's own list also holds the
       // scopes of whichever clients this process has met (see extra-client-metadata.ts).
       if ((ctx as { oidc?: { route?: string } }).oidc?.route === 'discovery' && ctx.status === 200) {
-        (ctx.body as { scopes_supported?: string[] }).scopes_supported = [...SCOPES];
+        const body = ctx.body as Record<string, unknown>;
+        body.scopes_supported = [...SCOPES];
+        // Introspection and revocation authenticate clients as the token endpoint does.
+        body.introspection_endpoint_auth_methods_supported = body.token_endpoint_auth_methods_supported;
+        body.revocation_endpoint_auth_methods_supported = body.token_endpoint_auth_methods_supported;
       }
     });
     return provider;

@@ -137,7 +137,12 @@ export async function registerOidcProvider(
       const scopes = String(details.params.scope ?? 'openid')
         .split(' ')
         .filter((scope) => allowed.has(scope));
-      return html(reply, 200, consentPage({ action: `${base}/confirm`, client, scopes }));
+      // The APIs the client named; the default audience (the issuer) is the workplace's own.
+      const resources = [details.params.resource ?? []]
+        .flat()
+        .map(String)
+        .filter((r) => r !== entry.issuer);
+      return html(reply, 200, consentPage({ action: `${base}/confirm`, client, scopes, resources }));
     });
 
     scope.post('/oidc/:name/interaction/:uid/login', async (request, reply) => {
@@ -215,9 +220,17 @@ export async function registerOidcProvider(
           });
       if (!grant)
         return html(reply, 400, messagePage('Sign-in expired', 'Start again from the application.'));
-      const missing = details.prompt.details as { missingOIDCScope?: string[]; missingOIDCClaims?: string[] };
+      const missing = details.prompt.details as {
+        missingOIDCScope?: string[];
+        missingOIDCClaims?: string[];
+        missingResourceScopes?: Record<string, string[]>;
+      };
       if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(' '));
       if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+      // The API the access token is for (oidc/resources.ts), with the scopes it may carry there.
+      for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
+        grant.addResourceScope(indicator, scopes.join(' '));
+      }
       const grantId = await grant.save();
       reply.hijack();
       await provider.interactionFinished(

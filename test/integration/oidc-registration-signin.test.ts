@@ -440,6 +440,7 @@ describe("a client's own scopes", () => {
       'openid',
       'phone',
       'profile',
+      'roles',
     ]);
   });
 });

@@ -473,9 +473,11 @@ export class ProviderRegistry {
       if ((ctx as { oidc?: { route?: string } }).oidc?.route === 'discovery' && ctx.status === 200) {
         const body = ctx.body as Record<string, unknown>;
         body.scopes_supported = [...SCOPES];
-        // Introspection and revocation authenticate clients as the token endpoint does.
-        body.introspection_endpoint_auth_methods_supported = body.token_endpoint_auth_methods_supported;
-        body.revocation_endpoint_auth_methods_supported = body.token_endpoint_auth_methods_supported;
+        // Revocation authenticates clients as the token endpoint does (a public client revokes its
+        // own tokens); introspection only confidential ones (see introspectionAllowed).
+        const methods = body.token_endpoint_auth_methods_supported as string[];
+        body.revocation_endpoint_auth_methods_supported = methods;
+        body.introspection_endpoint_auth_methods_supported = methods.filter((m) => m !== 'none');
       }
     });
     return provider;

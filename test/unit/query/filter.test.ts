@@ -238,8 +238,8 @@ describe('regex translation from PCRE to PostgreSQL', () => {
     ['a # comment to the end', 'x', 'a'],
     ['a\\ b\\#c', 'x', 'a\\ b\\#c'],
     ['[ #a] b', 'x', '[ #a]b'],
-    ['[] ] x', 'x', '[] ]x'],
-    ['[[:alpha:] ] x', 'x', '[[:alpha:] ]x'],
+    ['[] ] x', 'x', '[\\] ]x'],
+    ['[[:alpha:] ] x', 'x', '[A-Za-z ]x'],
     ['[\\] ] x', 'x', '[\\] ]x'],
     ['c$', '', `c${end}`],
     ['c$', 'm', 'c$'],
@@ -247,7 +247,11 @@ describe('regex translation from PCRE to PostgreSQL', () => {
     ['c\\Z', 'm', `c${end}`],
     ['c\\z', 'm', 'c\\Z'],
     ['a[$]\\$', '', 'a[$]\\$'],
-    ['[[:alpha:]\\w]', '', '[[:alpha:]A-Za-z0-9_]'],
+    ['[[:alpha:]\\w]', '', '[A-Za-zA-Za-z0-9_]'],
+    ['^a', 'm', '(?:\\A|(?<=\\n)(?!\\Z))a'],
+    ['\\Aa\\x41\\x{e9}', '', '\\Aa\\U00000041\\U000000e9'],
+    ['[\\w-]', '', '[A-Za-z0-9_\\-]'],
+    ['a{1,2}{', '', 'a{1,2}{'],
   ])('%j with options %j → %j', (source, options, pattern) => {
     expect(translateRegex(source, options, 'f').pattern).toBe(pattern);
   });

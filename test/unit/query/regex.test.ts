@@ -1,0 +1,89 @@
+/**
+ * The JavaScript form of a MongoDB regex (db/query/regex.ts compileRegexJs): MongoDB's answer for
+ * every row of the shared table, what the translation writes, and the constructs it refuses. The
+ * same table runs against like_regex and through the API in regex-agreement.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import { QueryError } from '../../../db/query/errors.js';
+import { parseFilter } from '../../../db/query/filter-ast.js';
+import { matchFilter } from '../../../db/query/filter-match.js';
+import { compileRegexJs, translateRegex } from '../../../db/query/regex.js';
+import { REFUSED_REGEXES, REGEX_CASES } from '../../helpers/regex-cases.js';
+
+describe('compileRegexJs gives MongoDB’s answer', () => {
+  it.each(REGEX_CASES)('%j (options %j) on %j: %s', (pattern, options, subject, matches) => {
+    expect(compileRegexJs(pattern, options, 's').test(subject)).toBe(matches);
+  });
+});
+
+describe('what the JavaScript form is', () => {
+  const W = 'A-Za-z0-9_';
+  it.each([
+    ['\\w\\W\\d', '', `/[${W}][^${W}][0-9]/u`],
+    ['\\s', '', '/[ \\t\\n\\v\\f\\r]/u'],
+    ['a.b', '', '/a[^\\n]b/u'],
+    ['a.b', 's', '/a[^]b/u'],
+    ['^a$', '', '/^a(?=\\n?(?![^]))/u'],
+    ['^a$', 'm', '/(?:(?<![^])|(?<=\\n)(?=[^]))a(?=\\n|(?![^]))/u'],
+    ['\\Aa\\z\\Z', '', '/(?<![^])a(?![^])(?=\\n?(?![^]))/u'],
+    ['A', 'imsx', '/A/iu'],
+    ['[[:alpha:][:digit:]]', '', '/[A-Za-z0-9]/u'],
+    ['\\x{1F600}\\x41\\e\\a\\cA\\0', '', '/\\u{1f600}\\u{41}\\u{1b}\\u{7}\\u{1}\\u{0}/u'],
+    ['\\-\\#\\/', '', '/\\u{2d}\\u{23}\\//u'],
+    ['[\\-\\#]', '', '/[\\-\\u{23}]/u'],
+    ['a{1,2}{x}]', '', '/a{1,2}\\{x\\}\\]/u'],
+    ['[]a]', '', '/[\\]a]/u'],
+  ])('%j with options %j → %s', (pattern, options, js) => {
+    expect(String(compileRegexJs(pattern, options, 'f'))).toBe(js);
+  });
+
+  it('reads the pattern as the SQL translation does: x strips the same white space and comments', () => {
+    const source = 'a b # c\n[ #]\\ d';
+    expect(compileRegexJs(source, 'x', 'f').test('ab# d')).toBe(true);
+    expect(translateRegex(source, 'x', 'f').pattern).toBe('ab[ #]\\ d');
+  });
+});
+
+describe('refusals are the same for both engines', () => {
+  it.each(REFUSED_REGEXES)('%j', (pattern, options, detail) => {
+    expect(() => compileRegexJs(pattern, options, 's')).toThrow(QueryError);
+    expect(() => compileRegexJs(pattern, options, 's')).toThrow(detail);
+  });
+  it.each(['(?>a)', 'a*+', '(?i)a', '\\K', '(?#c)', '[\\W]', '[a', '\\', '\\g1', '\\k<a>'])(
+    'refuses %s before either engine sees it',
+    (pattern) => {
+      expect(() => compileRegexJs(pattern, '', 's')).toThrow(QueryError);
+      expect(() => translateRegex(pattern, '', 's')).toThrow(QueryError);
+    },
+  );
+  it('names the path and refuses bad options', () => {
+    expect(() => parseFilter({ 'a.b': { $regex: '(' } })).toThrow(/^\$regex on 'a\.b' is not a valid/);
+    expect(() => compileRegexJs('a', 'g', 's')).toThrow(/\$options on 's' may only hold/);
+  });
+});
+
+describe('$regex in filter-match.ts', () => {
+  it.each([
+    [{ s: { $regex: '^a' } }, { s: 'ab' }, true],
+    [{ s: { $regex: '^a' } }, { s: ['b', 'ab'] }, true],
+    [{ s: { $regex: '^a' } }, { s: [['ab']] }, false],
+    [{ s: { $regex: '^a' } }, { s: 1 }, false],
+    [{ s: { $regex: '' } }, { s: null }, false],
+    [{ s: { $regex: '' } }, {}, false],
+    [{ s: { $regex: '^a' } }, { s: { a: 1 } }, false],
+    [{ 's.t': { $regex: 'x' } }, { s: [{ t: 'x' }, { t: 1 }] }, true],
+    [{ s: { $not: { $regex: '^a' } } }, { s: ['b', 'c'] }, true],
+    [{ s: { $not: { $regex: '^a' } } }, { s: ['b', 'ab'] }, false],
+    [{ s: { $not: { $regex: '^a' } } }, {}, true],
+    [{ s: { $elemMatch: { $regex: '^a', $options: 'i' } } }, { s: ['b', 'Ab'] }, true],
+    [{ s: { $regex: '^a', $ne: 'ab' } }, { s: 'ab' }, false],
+  ])('%j on %j: %s', (query, doc, matches) => {
+    expect(matchFilter(doc, parseFilter(query))).toBe(matches);
+  });
+
+  it('records the element a $regex matched for $', () => {
+    const details: { elemMatchKey?: number } = {};
+    expect(matchFilter({ a: ['b', 'ab', 'ac'] }, parseFilter({ a: { $regex: '^a' } }), details)).toBe(true);
+    expect(details.elemMatchKey).toBe(1);
+  });
+});

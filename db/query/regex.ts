@@ -84,10 +84,20 @@ interface Dialect {
   literal(ch: string, inClass: boolean): string;
   /** A character given by its code (\x, \0, \c, \a, \e). */
   code(cp: number): string;
+  /** A negated class never matches a newline unless the newline is written as an alternative. */
+  negationSkipsNewline: boolean;
 }
 
+// like_regex runs ARE with REG_NLSTOP unless its s flag is given: '.' and every negated class then
+// skip the newline, where PCRE's negated classes (and \W, \D) match it whatever the options.
 const ARE: Dialect = {
-  escapes: { ...CLASS_ESCAPES, z: '\\Z', A: '\\A' },
+  escapes: {
+    ...CLASS_ESCAPES,
+    W: `(?:${CLASS_ESCAPES.W}|\\n)`,
+    D: `(?:${CLASS_ESCAPES.D}|\\n)`,
+    z: '\\Z',
+    A: '\\A',
+  },
   end: '(?=\\n?\\Z)',
   lineStart: '(?:\\A|(?<=\\n)(?!\\Z))',
   // With like_regex's m flag, $ is PCRE's multiline $ already.
@@ -97,6 +107,7 @@ const ARE: Dialect = {
   dotAll: '.',
   literal: (ch) => `\\${ch}`,
   code: (cp) => `\\U${cp.toString(16).padStart(8, '0')}`,
+  negationSkipsNewline: true,
 };
 
 // JavaScript runs with its u flag: the pattern then reads code points (an astral character is one
@@ -105,10 +116,11 @@ const ARE: Dialect = {
 // flags are not used: its line terminators include \r, U+2028 and U+2029, PCRE's only \n.
 const SYNTAX = new Set('^$\\.*+?()[]{}|/-');
 const JS: Dialect = {
-  escapes: { ...CLASS_ESCAPES, z: '(?![^])', A: '(?<![^])' },
-  end: '(?=\\n?(?![^]))',
-  lineStart: '(?:(?<![^])|(?<=\\n)(?=[^]))',
-  lineEnd: '(?=\\n|(?![^]))',
+  // Without JavaScript's m flag, its ^ and $ are the very start and end.
+  escapes: { ...CLASS_ESCAPES, z: '$', A: '^' },
+  end: '(?=\\n?$)',
+  lineStart: '(?:^|(?<=\\n)(?!$))',
+  lineEnd: '(?=\\n|$)',
   dot: '[^\\n]',
   dotAll: '[^]',
   literal: (ch, inClass) =>
@@ -116,6 +128,7 @@ const JS: Dialect = {
       ? `\\${ch}`
       : `\\u{${(ch.codePointAt(0) as number).toString(16)}}`,
   code: (cp) => `\\u{${cp.toString(16)}}`,
+  negationSkipsNewline: false,
 };
 
 // PCRE2's escapes of letters; any other letter is an error in PCRE2, and means something else (or
@@ -278,7 +291,9 @@ function translate(source: string, options: string, path: string, dialect: Diale
       i += length - 1;
     } else if (ch === '[') {
       const close = classAt(pcre, i, path);
-      out += translateClass(pcre, i, close, dialect, path);
+      const cls = translateClass(pcre, i, close, dialect, path);
+      out +=
+        dialect.negationSkipsNewline && negationHasNewline(pcre, i, close, path) ? `(?:${cls}|\\n)` : cls;
       i = close;
     } else if (ch === '$') {
       out += multiline ? dialect.lineEnd : dialect.end;
@@ -314,12 +329,29 @@ export function translateRegex(source: string, options: string, path: string): T
  * in TypeScript. m and s are spelled out by the translation; only i remains a flag.
  */
 export function compileRegexJs(source: string, options: string, path: string): RegExp {
-  const pattern = translate(source, options, path, JS);
+  // V8 also tries a match between the two halves of an astral character, where a pattern of
+  // lookarounds alone could hold; starting from ^ over whole code points ([^] under the u flag)
+  // keeps every attempt on a character boundary, as PCRE's are.
+  const pattern = `^[^]*?(?:${translate(source, options, path, JS)})`;
   try {
     return new RegExp(pattern, options.includes('i') ? 'iu' : 'u');
   } catch (err) {
     const reason = err instanceof SyntaxError ? err.message.replace(/^.*: /, '') : String(err);
     throw new QueryError(`$regex on '${path}' is not a valid regular expression: ${reason}.`);
+  }
+}
+
+/**
+ * Whether the negated class at `open` matches a newline in PCRE (it does unless it lists one),
+ * asked of the class's JavaScript form, which the u flag reads as PCRE does. A class JavaScript
+ * cannot compile is left to the engines to refuse.
+ */
+function negationHasNewline(pcre: string, open: number, close: number, path: string): boolean {
+  if (pcre[open + 1] !== '^') return false;
+  try {
+    return new RegExp(translateClass(pcre, open, close, JS, path), 'u').test('\n');
+  } catch {
+    return false;
   }
 }
 

@@ -66,6 +66,10 @@ export const REGEX_CASES: RegexCase[] = [
   ['^\\s$', '', '\u2028', false],
   ['^\\S$', '', '\u00a0', true],
   ['^\\S+$', '', 'é😀', true],
+  // No position between the halves of an astral character (JavaScript's engine tries them)
+  ['(?<!\\S)(?!\\S)', '', 'x😀x', false],
+  ['\\B', '', '😀', true],
+  ['^\\B$', '', '😀', false],
   ['^\\D$', '', '٣', true],
   ['^[\\s]$', '', '\u00a0', false],
   ['^[\\w]+$', '', 'aé', false],
@@ -90,6 +94,8 @@ export const REGEX_CASES: RegexCase[] = [
   ['A', 'i', 'a', true],
   ['^[a-z]+$', 'i', 'ABC', true],
   ['^[[:upper:]]$', 'i', 'a', true],
+  ['é', 'i', 'É', true],
+  ['^[à-ÿ]$', 'i', 'À', true],
   // POSIX classes are ASCII
   ['^[[:alpha:]]+$', '', 'abc', true],
   ['^[[:alpha:]]$', '', 'é', false],
@@ -159,6 +165,12 @@ export const REGEX_CASES: RegexCase[] = [
   ['a}', '', 'a}', true],
   // Classes
   ['[^a]', '', '\n', true],
+  ['[^a]', 's', '\n', true],
+  ['[^a]', 'm', '\n', true],
+  ['^[^\\n]$', '', '\n', false],
+  ['^[^\\s]$', '', '\n', false],
+  ['^\\W$', '', '\n', true],
+  ['^\\D+$', '', 'a\nb', true],
   ['^[^a]$', '', '😀', true],
   ['^[😀]$', '', '😀', true],
   ['^[😀-😂]$', '', '😁', true],

@@ -1,6 +1,7 @@
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
 import type { Cond, Filter, Scalar } from './filter-ast.js';
 import { getOwn } from './json.js';
+import { testRegex } from './regex-run.js';
 import { bsonCompare, typeRank } from './update-values.js';
 
 /**
@@ -8,7 +9,8 @@ import { bsonCompare, typeRank } from './update-values.js';
  * `$elemMatch` projection's condition on each element, and the positional `$` projection's query.
  * Reads filter in SQL; this runs on the page read, on documents the SQL already chose, and follows
  * the compiler's semantics (filter-sql.ts) so both agree on what matches.
- * `$regex` runs the JavaScript form regex.ts compiled beside the SQL one, on strings only.
+ * `$regex` runs the JavaScript form regex.ts compiled beside the SQL one, on strings only, and
+ * through regex-run.ts, which keeps a runaway pattern from holding the process.
  */
 
 /** MongoDB's MatchDetails: the offset, in the first array a path crossed, of the element that matched. */
@@ -142,7 +144,7 @@ function test(r: Reached, cond: Cond): boolean | number {
       );
     case 'regex':
       // An array at the end is tested through its elements; the array itself is no string.
-      return typeof v === 'string' && cond.js.test(v);
+      return typeof v === 'string' && testRegex(cond.js, v);
     case 'elemMatch':
     case 'elemMatchValue': {
       if (r.element || !Array.isArray(v)) return false;

@@ -324,6 +324,13 @@ export function translateRegex(source: string, options: string, path: string): T
   return { pattern, flags };
 }
 
+const BOUNDED = new WeakSet<RegExp>();
+
+/** Whether `re` runs in time linear in the string it tests (see regex-run.ts). */
+export function isBoundedRegex(re: RegExp): boolean {
+  return BOUNDED.has(re);
+}
+
 /**
  * The same pattern as a JavaScript RegExp, compiled once (per request) for the conditions evaluated
  * in TypeScript. m and s are spelled out by the translation; only i remains a flag.
@@ -334,7 +341,12 @@ export function compileRegexJs(source: string, options: string, path: string): R
   // keeps every attempt on a character boundary, as PCRE's are.
   const pattern = `^[^]*?(?:${translate(source, options, path, JS)})`;
   try {
-    return new RegExp(pattern, options.includes('i') ? 'iu' : 'u');
+    const re = new RegExp(pattern, options.includes('i') ? 'iu' : 'u');
+    // No repetition, alternation or back reference in the pattern: it matches one way from each
+    // start, at a cost bounded by its length.
+    const pcre = options.includes('x') ? stripExtended(source, path) : source;
+    if (!/[*+?{|]|\\[1-9]/.test(pcre)) BOUNDED.add(re);
+    return re;
   } catch (err) {
     const reason = err instanceof SyntaxError ? err.message.replace(/^.*: /, '') : String(err);
     throw new QueryError(`$regex on '${path}' is not a valid regular expression: ${reason}.`);

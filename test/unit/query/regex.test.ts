@@ -7,7 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { QueryError } from '../../../db/query/errors.js';
 import { parseFilter } from '../../../db/query/filter-ast.js';
 import { matchFilter } from '../../../db/query/filter-match.js';
-import { compileRegexJs, translateRegex } from '../../../db/query/regex.js';
+import { compileRegexJs, isBoundedRegex, translateRegex } from '../../../db/query/regex.js';
+import { REGEX_TIME_LIMIT_MS } from '../../../db/query/regex-run.js';
 import { REFUSED_REGEXES, REGEX_CASES } from '../../helpers/regex-cases.js';
 
 describe('compileRegexJs gives MongoDB’s answer', () => {
@@ -86,5 +87,27 @@ describe('$regex in filter-match.ts', () => {
     const details: { elemMatchKey?: number } = {};
     expect(matchFilter({ a: ['b', 'ab', 'ac'] }, parseFilter({ a: { $regex: '^a' } }), details)).toBe(true);
     expect(details.elemMatchKey).toBe(1);
+  });
+});
+
+describe('a runaway pattern does not hold the process (regex-run.ts)', () => {
+  it.each([
+    ['^abc\\b[a-z]$', '', true],
+    ['a b', 'x', true],
+    ['a+', '', false],
+    ['a|b', '', false],
+    ['(a)\\1', '', false],
+    ['a{2}', '', false],
+  ])('%j (options %j) runs in this thread: %s', (pattern, options, bounded) => {
+    expect(isBoundedRegex(compileRegexJs(pattern, options, 's'))).toBe(bounded);
+  });
+
+  it('stops a catastrophic backtrack with a QueryError, and the next pattern still runs', () => {
+    const runaway = parseFilter({ s: { $regex: '(a+)+$' } });
+    const started = Date.now();
+    expect(() => matchFilter({ s: `${'a'.repeat(40)}b` }, runaway)).toThrow(/took longer than \d+ ms/);
+    expect(Date.now() - started).toBeLessThan(REGEX_TIME_LIMIT_MS + 5000);
+    expect(matchFilter({ s: 'aab' }, parseFilter({ s: { $regex: '^a+b$' } }))).toBe(true);
+    expect(matchFilter({ s: 'aac' }, parseFilter({ s: { $regex: '^a+b$' } }))).toBe(false);
   });
 });

@@ -202,3 +202,23 @@ export const REFUSED_REGEXES: [pattern: string, options: string, detail: RegExp]
   ['a++', '', /possessive/],
   ['\\p{L}', '', /this escape/],
 ];
+
+/** The patterns and options documents-differential.test.ts compares with mingo. */
+export const DIFFERENTIAL_REGEXES = [
+  '^a',
+  'b',
+  'a$',
+  '^$',
+  '^[aA]',
+  '.',
+  'B',
+  'a|b',
+  '\\bb',
+  'a\\B',
+  '^\\w$',
+  '[^a]',
+  '^.$',
+  'a.b',
+  '^b$',
+];
+export const DIFFERENTIAL_REGEX_OPTIONS = ['i', 'm', 's', 'im'];

@@ -31,17 +31,17 @@ export interface TranslatedRegex {
 // is Unicode, so both targets get them spelled out.
 const WORD = 'A-Za-z0-9_';
 const SPACE = ' \\t\\n\\v\\f\\r';
-const BOUNDARY = `(?:(?<=[${WORD}])(?![${WORD}])|(?<![${WORD}])(?=[${WORD}]))`;
-const NOT_BOUNDARY = `(?:(?<=[${WORD}])(?=[${WORD}])|(?<![${WORD}])(?![${WORD}]))`;
+const boundary = (w: string) => `(?:(?<=${w})(?!${w})|(?<!${w})(?=${w}))`;
+const notBoundary = (w: string) => `(?:(?<=${w})(?=${w})|(?<!${w})(?!${w}))`;
 const CLASS_ESCAPES: Record<string, string> = {
   w: `[${WORD}]`,
   W: `[^${WORD}]`,
+  b: boundary(`[${WORD}]`),
+  B: notBoundary(`[${WORD}]`),
   d: '[0-9]',
   D: '[^0-9]',
   s: `[${SPACE}]`,
   S: `[^${SPACE}]`,
-  b: BOUNDARY,
-  B: NOT_BOUNDARY,
 };
 const INSIDE: Record<string, string> = { w: WORD, d: '0-9', s: SPACE };
 const POSIX: Record<string, string> = {
@@ -86,6 +86,8 @@ interface Dialect {
   code(cp: number): string;
   /** A negated class never matches a newline unless the newline is written as an alternative. */
   negationSkipsNewline: boolean;
+  /** With i, an ASCII class would also take 'ſ' (see FOLDS_TO_WORD). */
+  classFoldsBeyondAscii: boolean;
 }
 
 // like_regex runs ARE with REG_NLSTOP unless its s flag is given: '.' and every negated class then
@@ -108,16 +110,29 @@ const ARE: Dialect = {
   literal: (ch) => `\\${ch}`,
   code: (cp) => `\\U${cp.toString(16).padStart(8, '0')}`,
   negationSkipsNewline: true,
+  classFoldsBeyondAscii: false,
 };
 
 // JavaScript runs with its u flag: the pattern then reads code points (an astral character is one
 // character for '.', a class and a quantifier, as in MongoDB's UTF-8 PCRE), and the stricter u
 // syntax is what this dialect emits (every escape of a non-letter is one u accepts). Its own m and s
 // flags are not used: its line terminators include \r, U+2028 and U+2029, PCRE's only \n.
+// With i and u, JavaScript folds the long s 'ſ' into [A-Za-z] (it folds to s); like_regex does
+// not, nor does PCRE's \w. (Both engines fold the Kelvin sign into k, as PCRE2's ranges do.)
+const FOLDS_TO_WORD = '\\u{17f}';
+const JS_WORD = `(?:(?!${FOLDS_TO_WORD})[${WORD}])`;
 const SYNTAX = new Set('^$\\.*+?()[]{}|/-');
 const JS: Dialect = {
   // Without JavaScript's m flag, its ^ and $ are the very start and end.
-  escapes: { ...CLASS_ESCAPES, z: '$', A: '^' },
+  escapes: {
+    ...CLASS_ESCAPES,
+    w: JS_WORD,
+    W: `(?:${FOLDS_TO_WORD}|[^${WORD}])`,
+    b: boundary(JS_WORD),
+    B: notBoundary(JS_WORD),
+    z: '$',
+    A: '^',
+  },
   end: '(?=\\n?$)',
   lineStart: '(?:^|(?<=\\n)(?!$))',
   lineEnd: '(?=\\n|$)',
@@ -129,6 +144,7 @@ const JS: Dialect = {
       : `\\u{${(ch.codePointAt(0) as number).toString(16)}}`,
   code: (cp) => `\\u{${cp.toString(16)}}`,
   negationSkipsNewline: false,
+  classFoldsBeyondAscii: true,
 };
 
 // PCRE2's escapes of letters; any other letter is an error in PCRE2, and means something else (or
@@ -276,6 +292,7 @@ function translate(source: string, options: string, path: string, dialect: Diale
   const pcre = options.includes('x') ? stripExtended(source, path) : source;
   const multiline = options.includes('m');
   const dotAll = options.includes('s');
+  const caseless = options.includes('i');
   let out = '';
   for (let i = 0; i < pcre.length; i++) {
     const rest = pcre.slice(i);
@@ -292,8 +309,12 @@ function translate(source: string, options: string, path: string, dialect: Diale
     } else if (ch === '[') {
       const close = classAt(pcre, i, path);
       const cls = translateClass(pcre, i, close, dialect, path);
-      out +=
-        dialect.negationSkipsNewline && negationHasNewline(pcre, i, close, path) ? `(?:${cls}|\\n)` : cls;
+      const negated = pcre[i + 1] === '^';
+      if (dialect.negationSkipsNewline && negated && negationHasNewline(pcre, i, close, path))
+        out += `(?:${cls}|\\n)`;
+      else if (dialect.classFoldsBeyondAscii && caseless && /^[\x00-\x7f]*$/.test(pcre.slice(i, close)))
+        out += negated ? `(?:${FOLDS_TO_WORD}|${cls})` : `(?:(?!${FOLDS_TO_WORD})${cls})`;
+      else out += cls;
       i = close;
     } else if (ch === '$') {
       out += multiline ? dialect.lineEnd : dialect.end;
@@ -359,7 +380,6 @@ export function compileRegexJs(source: string, options: string, path: string): R
  * cannot compile is left to the engines to refuse.
  */
 function negationHasNewline(pcre: string, open: number, close: number, path: string): boolean {
-  if (pcre[open + 1] !== '^') return false;
   try {
     return new RegExp(translateClass(pcre, open, close, JS, path), 'u').test('\n');
   } catch {

@@ -312,7 +312,7 @@ function translate(source: string, options: string, path: string, dialect: Diale
       const negated = pcre[i + 1] === '^';
       if (dialect.negationSkipsNewline && negated && negationHasNewline(pcre, i, close, path))
         out += `(?:${cls}|\\n)`;
-      else if (dialect.classFoldsBeyondAscii && caseless && /^[\x00-\x7f]*$/.test(pcre.slice(i, close)))
+      else if (dialect.classFoldsBeyondAscii && caseless && !/\P{ASCII}/u.test(pcre.slice(i, close)))
         out += negated ? `(?:${FOLDS_TO_WORD}|${cls})` : `(?:(?!${FOLDS_TO_WORD})${cls})`;
       else out += cls;
       i = close;

@@ -107,7 +107,9 @@ const ARE: Dialect = {
   // like_regex's dot excludes only the newline unless its s flag is given, as PCRE's.
   dot: '.',
   dotAll: '.',
-  literal: (ch) => `\\${ch}`,
+  // ARE reads a backslash before a letter or digit as an escape: one before any other letter
+  // (PCRE's \é is é) is left out.
+  literal: (ch) => (/\p{L}|\p{N}/u.test(ch) ? ch : `\\${ch}`),
   code: (cp) => `\\U${cp.toString(16).padStart(8, '0')}`,
   negationSkipsNewline: true,
   classFoldsBeyondAscii: false,
@@ -346,6 +348,7 @@ export function translateRegex(source: string, options: string, path: string): T
 }
 
 const BOUNDED = new WeakSet<RegExp>();
+const BOUNDED_LENGTH = 256;
 
 /** Whether `re` runs in time linear in the string it tests (see regex-run.ts). */
 export function isBoundedRegex(re: RegExp): boolean {
@@ -360,13 +363,13 @@ export function compileRegexJs(source: string, options: string, path: string): R
   // V8 also tries a match between the two halves of an astral character, where a pattern of
   // lookarounds alone could hold; starting from ^ over whole code points ([^] under the u flag)
   // keeps every attempt on a character boundary, as PCRE's are.
-  const pattern = `^[^]*?(?:${translate(source, options, path, JS)})`;
+  const translated = translate(source, options, path, JS);
   try {
-    const re = new RegExp(pattern, options.includes('i') ? 'iu' : 'u');
-    // No repetition, alternation or back reference in the pattern: it matches one way from each
-    // start, at a cost bounded by its length.
+    const re = new RegExp(`^[^]*?(?:${translated})`, options.includes('i') ? 'iu' : 'u');
+    // No repetition, alternation or back reference in a short pattern: it matches one way from
+    // each start, at a small cost bounded by its length.
     const pcre = options.includes('x') ? stripExtended(source, path) : source;
-    if (!/[*+?{|]|\\[1-9]/.test(pcre)) BOUNDED.add(re);
+    if (translated.length <= BOUNDED_LENGTH && !/[*+?{|]|\\[1-9]/.test(pcre)) BOUNDED.add(re);
     return re;
   } catch (err) {
     const reason = err instanceof SyntaxError ? err.message.replace(/^.*: /, '') : String(err);

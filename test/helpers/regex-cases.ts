@@ -161,6 +161,7 @@ export const REGEX_CASES: RegexCase[] = [
   ['\\\\', '', '\\', true],
   ['\\/', '', '/', true],
   ['\\-', '', '-', true],
+  ['\\é', '', 'é', true],
   ['a\\tb', '', 'a\tb', true],
   ['\\n', '', 'a\nb', true],
   ['\\x41', '', 'A', true],

@@ -6,12 +6,14 @@ import { isBoundedRegex } from './regex.js';
  * Running a request's regex in TypeScript without handing it the process. JavaScript's engine
  * backtracks, so a pattern such as `(a+)+$` or `.*a.*b` can take years on one string, with every
  * other request waiting (like_regex in SQL is bounded by the statement timeout, MongoDB's PCRE by
- * its match limit). Patterns without repetition or back references run here, in time linear in
- * the string; the others run on a worker thread this one waits for, up to a limit, and a worker
- * past the limit is terminated and replaced.
+ * its match limit). Short patterns without repetition or back references run here on strings
+ * short enough that they cannot take long; the others run on a worker thread this one waits for,
+ * up to a limit, and a worker past the limit is terminated and replaced.
  */
 
 export const REGEX_TIME_LIMIT_MS = 1000;
+// A bounded pattern costs at most its length at each start of the string: small products run here.
+const IN_THREAD_STEPS = 10_000_000;
 // How long a new worker may take to start, before its first test is timed.
 const START_MS = 5000;
 
@@ -48,7 +50,7 @@ function startRunner() {
 
 /** Whether `re` (from compileRegexJs) matches `subject`; a QueryError past the time limit. */
 export function testRegex(re: RegExp, subject: string): boolean {
-  if (isBoundedRegex(re)) return re.test(subject);
+  if (isBoundedRegex(re) && subject.length * re.source.length <= IN_THREAD_STEPS) return re.test(subject);
   runner ??= startRunner();
   const { worker, state } = runner;
   Atomics.wait(state, 2, 0, START_MS);

@@ -106,6 +106,13 @@ describe('a runaway pattern does not hold the process (regex-run.ts)', () => {
     expect(isBoundedRegex(compileRegexJs(pattern, options, 's'))).toBe(bounded);
   });
 
+  it('gives the same answers on the worker thread, which long strings go to', () => {
+    const long = `${'x'.repeat(1_000_000)}ab\n`;
+    expect(matchFilter({ s: long }, parseFilter({ s: { $regex: 'ab$' } }))).toBe(true);
+    expect(matchFilter({ s: long }, parseFilter({ s: { $regex: 'ab\\z' } }))).toBe(false);
+    expect(matchFilter({ s: long }, parseFilter({ s: { $regex: '^X', $options: 'i' } }))).toBe(true);
+  });
+
   it('stops a catastrophic backtrack with a QueryError, and the next pattern still runs', () => {
     const runaway = parseFilter({ s: { $regex: '(a+)+$' } });
     const started = Date.now();

@@ -1441,7 +1441,7 @@ export interface components {
          *     `<id>.<field>` keys, such as `{"low": {"$lt": 60}}` or `{"g.score": {"$gte": 8}}`.
          *     A path segment `$[<id>]` then updates the elements the filter for `<id>` matches.
          *     Identifiers start with a lowercase letter, then letters and digits; every filter
-         *     must be used by a path, and `$regex` is not supported in them.
+         *     must be used by a path. `$regex` has MongoDB's meaning here as in filters.
          */
         ArrayFilters: {
             [key: string]: unknown;

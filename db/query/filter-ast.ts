@@ -1,7 +1,7 @@
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
 import { describeValue } from './json.js';
 import { type FieldPath, parsePath } from './path.js';
-import { translateRegex } from './regex.js';
+import { compileRegexJs, translateRegex } from './regex.js';
 
 /** A parsed MongoDB query filter. */
 export type Filter =
@@ -22,7 +22,8 @@ export type Cond =
   | { op: 'size'; n: number }
   | { op: 'elemMatch'; filter: Filter }
   | { op: 'elemMatchValue'; cond: Cond }
-  | { op: 'regex'; pattern: string; flags: string }
+  /** `pattern`/`flags` for like_regex in SQL, `js` for filter-match.ts: one pattern, two engines. */
+  | { op: 'regex'; pattern: string; flags: string; js: RegExp }
   | { op: 'mod'; divisor: number; remainder: number }
   | { op: 'bits'; test: BitTest; positions: number[] }
   | { op: 'not'; cond: Cond }
@@ -394,7 +395,11 @@ function parseOperator(
       if (typeof arg !== 'string') throw new QueryError(`$regex on '${path.text}' needs a string pattern.`);
       const options = all.$options ?? '';
       if (typeof options !== 'string') throw new QueryError(`$options on '${path.text}' needs a string.`);
-      return { op: 'regex', ...translateRegex(arg, options, path.text) };
+      return {
+        op: 'regex',
+        ...translateRegex(arg, options, path.text),
+        js: compileRegexJs(arg, options, path.text),
+      };
     }
     case '$mod':
       return parseMod(path, arg);

@@ -1,6 +1,7 @@
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
 import type { Cond, Filter, Scalar } from './filter-ast.js';
 import { getOwn } from './json.js';
+import { testRegex } from './regex-run.js';
 import { bsonCompare, typeRank } from './update-values.js';
 
 /**
@@ -8,9 +9,8 @@ import { bsonCompare, typeRank } from './update-values.js';
  * `$elemMatch` projection's condition on each element, and the positional `$` projection's query.
  * Reads filter in SQL; this runs on the page read, on documents the SQL already chose, and follows
  * the compiler's semantics (filter-sql.ts) so both agree on what matches.
- *
- * `$regex` is refused: the AST holds the pattern rewritten for PostgreSQL's engine, which
- * JavaScript's would read differently.
+ * `$regex` runs the JavaScript form regex.ts compiled beside the SQL one, on strings only, and
+ * through regex-run.ts, which keeps a runaway pattern from holding the process.
  */
 
 /** MongoDB's MatchDetails: the offset, in the first array a path crossed, of the element that matched. */
@@ -58,10 +58,6 @@ export function matchPath(root: Json, segments: string[], cond: Cond, details?: 
       // Not "some value is missing": `{"a.b": {$exists: false}}` fails when any element has `b`.
       if (!cond.value) return !matchPath(root, segments, { op: 'exists', value: true });
       return matchReached(root, segments, cond, details);
-    case 'regex':
-      throw new QueryError(
-        '$regex is not supported in the condition of a positional ($) or $elemMatch projection.',
-      );
     default:
       return matchReached(root, segments, cond, details);
   }
@@ -146,6 +142,9 @@ function test(r: Reached, cond: Cond): boolean | number {
         Math.abs(Math.trunc(v)) <= 2 ** 53 &&
         Math.trunc(v) % cond.divisor === cond.remainder
       );
+    case 'regex':
+      // An array at the end is tested through its elements; the array itself is no string.
+      return typeof v === 'string' && testRegex(cond.js, v);
     case 'elemMatch':
     case 'elemMatchValue': {
       if (r.element || !Array.isArray(v)) return false;
@@ -157,7 +156,7 @@ function test(r: Reached, cond: Cond): boolean | number {
       return i < 0 ? false : i;
     }
     default:
-      // not, and, none and regex never get here (matchPath takes them); an operator added to the
+      // not, and and none never get here (matchPath takes them); an operator added to the
       // filter grammar without a case here is refused rather than silently matching nothing.
       throw new QueryError(
         `The query condition '${(cond as Cond).op}' is not supported in the condition of a positional ($) or $elemMatch projection.`,

@@ -10,7 +10,6 @@ import { MAX_PATH_LENGTH, MAX_PATH_SEGMENTS, splitPath } from './path.js';
 import {
   checkFiltersUsed,
   checkPositionalPath,
-  filterHasRegex,
   isPositionalPath,
   parseArrayFilters,
   positional,
@@ -321,19 +320,13 @@ function parsePullMatcher(path: UpdatePath, arg: Json): PullMatcher {
 }
 
 function pullFilter(path: UpdatePath, query: JsonObject): Filter {
-  let filter: Filter;
   try {
-    filter = parseFilter(query);
+    return parseFilter(query);
   } catch (err) {
     if (err instanceof QueryError)
       throw new QueryError(`In the condition of $pull on '${path.text}': ${err.message}`);
     throw err;
   }
-  if (filterHasRegex(filter))
-    throw new QueryError(
-      `$regex is not supported in the condition of $pull on '${path.text}' (its pattern is kept rewritten for PostgreSQL's engine).`,
-    );
-  return filter;
 }
 
 function pullAllValues(path: UpdatePath, arg: Json): Json[] {

@@ -6,7 +6,7 @@
  * document it started from.
  */
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
-import { type Cond, type Filter, parseFilter } from './filter-ast.js';
+import { type Filter, parseFilter } from './filter-ast.js';
 import { type MatchDetails, matchFilter } from './filter-match.js';
 import { describeValue, getOwn } from './json.js';
 import { isIndex, type UpdatePath } from './update-parse.js';
@@ -69,10 +69,6 @@ export function parseArrayFilters(raw: unknown): Map<string, Filter> {
       if (err instanceof QueryError) throw new QueryError(`${at}: ${err.message}`);
       throw err;
     }
-    if (filterHasRegex(filter))
-      throw new QueryError(
-        `${at}: $regex is not supported in array filters (its pattern is kept rewritten for PostgreSQL's engine).`,
-      );
     const names = [...topLevelNames(filter)];
     if (names.length === 0)
       throw new QueryError(`${at}: Cannot use an expression without a top-level field name in arrayFilters.`);
@@ -117,32 +113,6 @@ function topLevelNames(filter: Filter, out = new Set<string>()): Set<string> {
   return out;
 }
 
-/**
- * filter-match.ts cannot evaluate $regex (the AST holds the PostgreSQL rewrite), so the updates
- * that evaluate a filter in TypeScript refuse it up front with their own words.
- */
-export function filterHasRegex(filter: Filter): boolean {
-  if (filter.kind === 'field') return condHasRegex(filter.cond);
-  if (filter.kind === 'all') return false;
-  return filter.children.some(filterHasRegex);
-}
-
-function condHasRegex(cond: Cond): boolean {
-  switch (cond.op) {
-    case 'regex':
-      return true;
-    case 'not':
-    case 'elemMatchValue':
-      return condHasRegex(cond.cond);
-    case 'and':
-      return cond.conds.some(condHasRegex);
-    case 'elemMatch':
-      return filterHasRegex(cond.filter);
-    default:
-      return false;
-  }
-}
-
 /** What resolving positional paths in one document needs. */
 export interface PositionalContext {
   root: JsonObject;
@@ -162,10 +132,6 @@ export function matchedIndexOf(doc: JsonObject, filter: Filter | undefined, isIn
   return () => {
     if (index !== undefined) return index;
     if (isInsert || filter === undefined) throw new QueryError(NO_MATCH);
-    if (filterHasRegex(filter))
-      throw new QueryError(
-        'The positional operator ($) cannot be used with a query holding $regex: the match it needs is computed outside the database, where the rewritten pattern cannot run.',
-      );
     const details: MatchDetails = {};
     if (!matchFilter(doc, filter, details) || details.elemMatchKey === undefined)
       throw new QueryError(NO_MATCH);

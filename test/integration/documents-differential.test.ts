@@ -16,6 +16,7 @@ import fc from 'fast-check';
 import { Query } from 'mingo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { DIFFERENTIAL_REGEX_OPTIONS, DIFFERENTIAL_REGEXES } from '../helpers/regex-cases.js';
 import { freshCollection } from './storage-helpers.js';
 
 type Scalar = null | boolean | number | string;
@@ -584,24 +585,6 @@ function deviationsOf(query: JsonObject, sort?: Sort): Deviation[] {
 
 // ---- Queries ---------------------------------------------------------------------------------------
 
-const REGEXES = [
-  '^a',
-  'b',
-  'a$',
-  '^$',
-  '^[aA]',
-  '.',
-  'B',
-  'a|b',
-  '\\bb',
-  'a\\B',
-  '^\\w$',
-  '[^a]',
-  '^.$',
-  'a.b',
-  '^b$',
-];
-const REGEX_OPTIONS = ['i', 'm', 's', 'im'];
 // With the BSON types JSON lacks, which match nothing (not 'undefined': type-undefined).
 const TYPE_NAMES = [
   'string',
@@ -739,7 +722,10 @@ function operatorArbs(spec: PathSpec, ctx: Ctx, depth: number): fc.WeightedArbit
     {
       weight: 2,
       arbitrary: fc
-        .tuple(fc.constantFrom(...REGEXES), fc.option(fc.constantFrom(...REGEX_OPTIONS), { nil: undefined }))
+        .tuple(
+          fc.constantFrom(...DIFFERENTIAL_REGEXES),
+          fc.option(fc.constantFrom(...DIFFERENTIAL_REGEX_OPTIONS), { nil: undefined }),
+        )
         .map(
           ([re, o]): Entries =>
             o

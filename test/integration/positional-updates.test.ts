@@ -37,6 +37,9 @@ const INDEXED = [
   'votes',
   'myArray',
   'degrees',
+  'a.n',
+  'tags',
+  'items.name',
 ];
 
 const students = [
@@ -120,10 +123,49 @@ const CASES: Case[] = [
     expected: /^The positional operator did not find the match needed from the query\.$/,
   },
   {
+    // The match $ needs is computed in TypeScript, with the regex's JavaScript form.
     name: '$ on a query with $regex',
+    docs: [
+      { _id: 1, a: ['b', 'ab', 'ac'] },
+      { _id: 2, a: ['b'] },
+    ],
+    request: { query: { a: { $regex: '^a' } }, doc: { $set: { 'a.$': 'y' } } },
+    expected: [
+      { _id: 1, a: ['b', 'y', 'ac'] },
+      { _id: 2, a: ['b'] },
+    ],
+  },
+  {
+    name: '$ on a query with $regex and $options inside $elemMatch',
+    docs: [{ _id: 1, a: [{ n: 'Bob' }, { n: 'alice' }, { n: 'ALAN' }] }],
+    request: {
+      query: { a: { $elemMatch: { n: { $regex: '^a', $options: 'i' } } } },
+      doc: { $set: { 'a.$.hit': true } },
+    },
+    expected: [{ _id: 1, a: [{ n: 'Bob' }, { n: 'alice', hit: true }, { n: 'ALAN' }] }],
+  },
+  {
+    // PCRE's $ also matches before a final newline; \z only at the very end.
+    name: 'arrayFilters with $regex',
+    docs: [{ _id: 1, a: ['ax', 'b', 'cx\n', 'dx\ny'] }],
+    request: { query: {}, doc: { $set: { 'a.$[e]': 'z' } }, arrayFilters: [{ e: { $regex: 'x$' } }] },
+    expected: [{ _id: 1, a: ['z', 'b', 'z', 'dx\ny'] }],
+  },
+  {
+    name: 'arrayFilters with $regex on a field of the elements, and \\z',
+    docs: [{ _id: 1, a: [{ s: 'ax' }, { s: 'ax\n' }, { s: 1 }] }],
+    request: {
+      query: {},
+      doc: { $set: { 'a.$[e].hit': true } },
+      arrayFilters: [{ 'e.s': { $regex: 'x\\z' } }],
+    },
+    expected: [{ _id: 1, a: [{ s: 'ax', hit: true }, { s: 'ax\n' }, { s: 1 }] }],
+  },
+  {
+    name: 'arrayFilters with an invalid $regex',
     docs: [{ _id: 1, a: ['x'] }],
-    request: { query: { a: { $regex: '^x' } }, doc: { $set: { 'a.$': 'y' } } },
-    expected: /^The positional operator \(\$\) cannot be used with a query holding \$regex/,
+    request: { query: {}, doc: { $set: { 'a.$[e]': 'z' } }, arrayFilters: [{ e: { $regex: '(' } }] },
+    expected: /^arrayFilters\[0\]: \$regex on 'e' is not a valid regular expression/,
   },
   {
     name: '$[] updates every element of every matching document',
@@ -425,10 +467,39 @@ const CASES: Case[] = [
     expected: [{ _id: 0, a: [[0, 1], [2]] }],
   },
   {
+    // The manual's form {$pull: {tags: {$regex: "^a"}}}: case-sensitive, on strings; an element
+    // that is an array is matched as {tags: element} is, through its own elements (MongoDB's
+    // PullNode wraps the element and matches it as a document).
     name: '$pull $regex',
+    docs: [{ _id: 1, tags: ['apple', 'banana', 'avocado', 'Apricot', 1, ['apple'], ['b']] }],
+    request: { query: {}, doc: { $pull: { tags: { $regex: '^a' } } } },
+    expected: [{ _id: 1, tags: ['banana', 'Apricot', 1, ['b']] }],
+  },
+  {
+    name: '$pull $regex with $options on a field of document elements',
+    docs: [{ _id: 1, items: [{ name: 'Apple' }, { name: 'pear' }, { name: 'apricot' }, {}] }],
+    request: { query: {}, doc: { $pull: { items: { name: { $regex: '^a', $options: 'i' } } } } },
+    expected: [{ _id: 1, items: [{ name: 'pear' }, {}] }],
+  },
+  {
+    name: '$pull $not $regex',
+    docs: [{ _id: 1, a: ['ab', 'b', 'ac'] }],
+    request: { query: {}, doc: { $pull: { a: { $not: { $regex: '^a' } } } } },
+    expected: [{ _id: 1, a: ['ab', 'ac'] }],
+  },
+  {
+    // JavaScript's engine would backtrack for years on this string: the test is stopped, and
+    // nothing is written.
+    name: '$pull with a runaway $regex',
+    docs: [{ _id: 1, a: ['ab', `${'a'.repeat(40)}b`] }],
+    request: { query: {}, doc: { $pull: { a: { $regex: '(a+)+$' } } } },
+    expected: /^A \$regex took longer than \d+ ms on one string, and was stopped/,
+  },
+  {
+    name: '$pull with an invalid $regex',
     docs: [{ _id: 1, a: ['x'] }],
-    request: { query: {}, doc: { $pull: { a: { $regex: 'x' } } } },
-    expected: /^\$regex is not supported in the condition of \$pull on 'a'/,
+    request: { query: {}, doc: { $pull: { a: { $regex: '[' } } } },
+    expected: /^In the condition of \$pull on 'a': \$regex on 'a' has a character class that is never closed/,
   },
 ];
 

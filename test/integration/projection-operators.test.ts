@@ -150,6 +150,28 @@ const CASES: [name: string, read: Read, expected: Record<string, unknown>[]][] =
     { query: { semester: 2 }, fields: { _id: 0, grades: { $elemMatch: { $gte: 90 } } } },
     [{}, { grades: [92] }, { grades: [95] }],
   ],
+  // $regex in the conditions: evaluated in TypeScript on the page read, with the regex's JavaScript form
+  [
+    '$elemMatch: a student whose name matches a $regex',
+    { query: { zipcode: '63109' }, fields: { students: { $elemMatch: { name: { $regex: '^j' } } } } },
+    [{ _id: 10, students: [{ name: 'john', school: 102, age: 10 }] }, { _id: 12 }, { _id: 13 }],
+  ],
+  [
+    '$elemMatch: on values, with $regex and $options',
+    {
+      query: { _id: 20 },
+      fields: { _id: 0, comments: { $elemMatch: { $regex: 'C[3-9]$', $options: 'i' } } },
+    },
+    [{ comments: ['c3'] }],
+  ],
+  [
+    '$: a query with $regex',
+    { query: { 'students.name': { $regex: '^ach' } }, fields: { 'students.$': 1 } },
+    [
+      { _id: 11, students: [{ name: 'achilles', school: 100, age: 8 }] },
+      { _id: 12, students: [{ name: 'achilles', school: 100, age: 8 }] },
+    ],
+  ],
   // $slice (projection)
   [
     '$slice: the first three',
@@ -240,9 +262,9 @@ const ERRORS: [name: string, read: Read, detail: RegExp][] = [
     /Cannot do inclusion on field students in exclusion projection/,
   ],
   [
-    '$elemMatch with $regex',
-    { query: { _id: 10 }, fields: { students: { $elemMatch: { name: { $regex: '^j' } } } } },
-    /\$regex is not supported/,
+    '$elemMatch with an invalid $regex',
+    { query: { _id: 10 }, fields: { students: { $elemMatch: { name: { $regex: 'a{2,1}' } } } } },
+    /\$regex on 'name' is not a valid regular expression/,
   ],
   [
     '$slice with a limit of 0',
@@ -257,7 +279,9 @@ for (const indexed of [false, true]) {
     let col: Awaited<ReturnType<typeof freshCollection>>;
     beforeAll(async () => {
       col = await freshCollection(t);
-      if (indexed) for (const key of ['grades', 'grades.mean', 'semester', 'zipcode']) await col.index([key]);
+      if (indexed)
+        for (const key of ['grades', 'grades.mean', 'semester', 'zipcode', 'students.name', 'comments'])
+          await col.index([key]);
       await col.insert(DOCS);
     });
 

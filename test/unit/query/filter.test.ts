@@ -218,7 +218,10 @@ describe('regex translation from PCRE to PostgreSQL', () => {
     ['\\Bx', `(?:(?<=[${W}])(?=[${W}])|(?<![${W}])(?![${W}]))x`],
     ['end\\z', 'end\\Z'],
     ['[\\b]', '[\\b]'],
-    ['\\w+\\W', `[${W}]+[^${W}]`],
+    ['\\w+\\W', `[${W}]+(?:[^${W}]|\\n)`],
+    // like_regex's negated classes skip the newline; PCRE's match it unless they list it.
+    ['[^a]\\D', '(?:[^a]|\\n)(?:[^0-9]|\\n)'],
+    ['[^\\n][^\\s]', '[^\\n][^ \\t\\n\\v\\f\\r]'],
     ['[\\w.-]', `[${W}.-]`],
     ['\\d+\\.\\d*', '[0-9]+\\.[0-9]*'],
     ['\\s\\S', '[ \\t\\n\\v\\f\\r][^ \\t\\n\\v\\f\\r]'],
@@ -238,8 +241,8 @@ describe('regex translation from PCRE to PostgreSQL', () => {
     ['a # comment to the end', 'x', 'a'],
     ['a\\ b\\#c', 'x', 'a\\ b\\#c'],
     ['[ #a] b', 'x', '[ #a]b'],
-    ['[] ] x', 'x', '[] ]x'],
-    ['[[:alpha:] ] x', 'x', '[[:alpha:] ]x'],
+    ['[] ] x', 'x', '[\\] ]x'],
+    ['[[:alpha:] ] x', 'x', '[A-Za-z ]x'],
     ['[\\] ] x', 'x', '[\\] ]x'],
     ['c$', '', `c${end}`],
     ['c$', 'm', 'c$'],
@@ -247,7 +250,11 @@ describe('regex translation from PCRE to PostgreSQL', () => {
     ['c\\Z', 'm', `c${end}`],
     ['c\\z', 'm', 'c\\Z'],
     ['a[$]\\$', '', 'a[$]\\$'],
-    ['[[:alpha:]\\w]', '', '[[:alpha:]A-Za-z0-9_]'],
+    ['[[:alpha:]\\w]', '', '[A-Za-zA-Za-z0-9_]'],
+    ['^a', 'm', '(?:\\A|(?<=\\n)(?!\\Z))a'],
+    ['\\Aa\\x41\\x{e9}', '', '\\Aa\\U00000041\\U000000e9'],
+    ['[\\w-]', '', '[A-Za-z0-9_\\-]'],
+    ['a{1,2}{', '', 'a{1,2}\\{'],
   ])('%j with options %j → %j', (source, options, pattern) => {
     expect(translateRegex(source, options, 'f').pattern).toBe(pattern);
   });

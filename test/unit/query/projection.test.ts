@@ -555,12 +555,14 @@ describe('applyProjection', () => {
     );
   });
 
-  it('refuses $regex in an $elemMatch projection or a positional query when it is applied', () => {
-    const elemMatch = parseProjection({ a: { $elemMatch: { b: { $regex: 'x' } } } });
-    expect(() => applyProjection({ a: [{ b: 'x' }] }, elemMatch)).toThrow(QueryError);
-    expect(() => applyProjection({ a: [{ b: 'x' }] }, elemMatch)).toThrow(/\$regex is not supported/);
-    const positional = parseProjection({ 'a.$': 1 }, parseFilter({ a: { $regex: 'x' } }));
-    expect(() => applyProjection({ a: ['x'] }, positional)).toThrow(/\$regex is not supported/);
+  it('evaluates $regex in an $elemMatch projection and a positional query', () => {
+    const elemMatch = parseProjection({ a: { $elemMatch: { b: { $regex: '^x', $options: 'i' } } } });
+    expect(applyProjection({ a: [{ b: 'ax' }, { b: 1 }, { b: 'Xa' }, { b: 'xb' }] }, elemMatch)).toEqual({
+      a: [{ b: 'Xa' }],
+    });
+    expect(applyProjection({ a: [{ b: 'ax' }] }, elemMatch)).toEqual({});
+    const positional = parseProjection({ 'a.$': 1 }, parseFilter({ a: { $regex: 'c\\z' } }));
+    expect(applyProjection({ a: ['c\n', 'abc', 'c'] }, positional)).toEqual({ a: ['abc'] });
   });
 });
 

@@ -688,6 +688,47 @@ const applyCases: (Case & { expected: JsonObject })[] = [
     arrayFilters: [{ i: 2 }],
     expected: { _id: 0, a: [[0, 1], [2]] },
   },
+  // $regex, evaluated in TypeScript with the pattern's JavaScript form
+  {
+    name: '$ from a query with $regex',
+    doc: { a: ['b', 'ab', 'ac'] },
+    query: { a: { $regex: '^a' } },
+    update: { $set: { 'a.$': 'y' } },
+    expected: { a: ['b', 'y', 'ac'] },
+  },
+  {
+    name: '$ from a query with $regex on a field of the elements, m option',
+    doc: { a: [{ s: 'x\ny' }, { s: 'q\nab' }] },
+    query: { 'a.s': { $regex: '^a', $options: 'm' } },
+    update: { $set: { 'a.$.hit': true } },
+    expected: { a: [{ s: 'x\ny' }, { s: 'q\nab', hit: true }] },
+  },
+  {
+    name: '$[i] with a $regex array filter: PCRE $ before a final newline, strings only',
+    doc: { a: ['ax', 'ax\n', 'ax\ny', 1, ['ax']] },
+    update: { $set: { 'a.$[i]': 'z' } },
+    arrayFilters: [{ i: { $regex: 'x$' } }],
+    expected: { a: ['z', 'z', 'ax\ny', 1, 'z'] },
+  },
+  {
+    name: '$[i] with $not $regex and the i option',
+    doc: { a: ['Ab', 'b', 'ab'] },
+    update: { $set: { 'a.$[i]': 0 } },
+    arrayFilters: [{ i: { $not: { $regex: '^A', $options: 'i' } } }],
+    expected: { a: ['Ab', 0, 'ab'] },
+  },
+  {
+    name: "$pull $regex (the manual's form)",
+    doc: { tags: ['apple', 'banana', 'avocado', 'Apricot', 1] },
+    update: { $pull: { tags: { $regex: '^a' } } },
+    expected: { tags: ['banana', 'Apricot', 1] },
+  },
+  {
+    name: '$pull a document condition with $regex inside $elemMatch',
+    doc: { a: [{ b: [{ c: 'xy' }] }, { b: [{ c: 'y' }] }] },
+    update: { $pull: { a: { b: { $elemMatch: { c: { $regex: 'x' } } } } } },
+    expected: { a: [{ b: [{ c: 'y' }] }] },
+  },
 ];
 
 describe('positional updates and $pull conditions', () => {
@@ -741,11 +782,11 @@ const applyErrorCases: (Case & { error: RegExp })[] = [
     error: /^The positional operator did not find the match needed from the query\.$/,
   },
   {
-    name: '$ with a query holding $regex',
-    doc: { a: ['x'] },
+    name: '$ with a query whose $regex matches no element (the array itself is no string)',
+    doc: { a: [['x']] },
     query: { a: { $regex: 'x' } },
     update: { $set: { 'a.$': 1 } },
-    error: /^The positional operator \(\$\) cannot be used with a query holding \$regex/,
+    error: /^The positional operator did not find the match needed from the query\.$/,
   },
   {
     name: '$setOnInsert with $ on an update whose query matched no element (MongoDB resolves it first)',
@@ -933,10 +974,16 @@ const parseErrorCases: { name: string; update: JsonObject; arrayFilters?: unknow
     error: /^arrayFilters\[0\]: \$size on 'i' needs a non-negative integer/,
   },
   {
-    name: 'an array filter with $regex',
+    name: 'an array filter with a $regex JavaScript cannot compile either',
     update: { $set: { 'a.$[i]': 5 } },
-    arrayFilters: [{ i: { $regex: 'x' } }],
-    error: /^arrayFilters\[0\]: \$regex is not supported in array filters/,
+    arrayFilters: [{ i: { $regex: 'a{2,1}' } }],
+    error: /^arrayFilters\[0\]: \$regex on 'i' is not a valid regular expression/,
+  },
+  {
+    name: 'an array filter with a $regex construct refused for both engines',
+    update: { $set: { 'a.$[i]': 5 } },
+    arrayFilters: [{ i: { $regex: '(?<n>x)' } }],
+    error: /^arrayFilters\[0\]: \$regex on 'i' uses named groups/,
   },
   {
     name: '$[i] and an index at the same place',

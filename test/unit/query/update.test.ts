@@ -1592,14 +1592,14 @@ const parseErrorCases: ParseErrorCase[] = [
 
   // $pull and $pullAll
   {
-    name: '$pull $regex',
-    update: { $pull: { a: { $regex: 'x' } } },
-    error: /^\$regex is not supported in the condition of \$pull on 'a'/,
+    name: '$pull a $regex that does not compile',
+    update: { $pull: { a: { $regex: '(' } } },
+    error: /^In the condition of \$pull on 'a': \$regex on 'a' is not a valid regular expression/,
   },
   {
-    name: '$pull $regex inside $elemMatch on a field',
-    update: { $pull: { a: { b: { $elemMatch: { c: { $regex: 'x' } } } } } },
-    error: /^\$regex is not supported in the condition of \$pull on 'a'/,
+    name: '$pull an unknown escape in a $regex inside $elemMatch on a field',
+    update: { $pull: { a: { b: { $elemMatch: { c: { $regex: '\\y' } } } } } },
+    error: /^In the condition of \$pull on 'a': \$regex on 'c' uses the escape \\y/,
   },
   {
     name: '$pull an unknown operator',

@@ -116,9 +116,28 @@ describe('a runaway pattern does not hold the process (regex-run.ts)', () => {
   it('stops a catastrophic backtrack with a QueryError, and the next pattern still runs', () => {
     const runaway = parseFilter({ s: { $regex: '(a+)+$' } });
     const started = Date.now();
-    expect(() => matchFilter({ s: `${'a'.repeat(40)}b` }, runaway)).toThrow(/took longer than \d+ ms/);
+    expect(() => matchFilter({ s: `${'a'.repeat(40)}b` }, runaway)).toThrow(
+      /ran for more than \d+ ms in all/,
+    );
     expect(Date.now() - started).toBeLessThan(REGEX_TIME_LIMIT_MS + 5000);
     expect(matchFilter({ s: 'aab' }, parseFilter({ s: { $regex: '^a+b$' } }))).toBe(true);
     expect(matchFilter({ s: 'aac' }, parseFilter({ s: { $regex: '^a+b$' } }))).toBe(false);
+  });
+
+  it('stops a pattern whose strings each take part of the limit once they add up to it', () => {
+    // Each string backtracks for a while and then fails; one alone stays well under the limit.
+    const slow = parseFilter({ s: { $regex: '(a+)+$' } });
+    const subject = `${'a'.repeat(22)}b`;
+    // Timed on a pattern of its own (the budget is per compiled pattern), the worker warm.
+    const probe = parseFilter({ s: { $regex: '(a+)+$' } });
+    expect(matchFilter({ s: subject }, probe)).toBe(false);
+    const one = Date.now();
+    expect(matchFilter({ s: subject }, probe)).toBe(false);
+    const each = Math.max(1, Date.now() - one);
+    const strings = Array.from({ length: Math.ceil((3 * REGEX_TIME_LIMIT_MS) / each) + 1 }, () => subject);
+    const started = Date.now();
+    expect(() => matchFilter({ s: strings }, slow)).toThrow(/ran for more than \d+ ms in all/);
+    // Far less than the strings' total (3 x the limit): the budget is the pattern's, not each string's.
+    expect(Date.now() - started).toBeLessThan(2 * REGEX_TIME_LIMIT_MS + 5000);
   });
 });

@@ -720,7 +720,7 @@ async function seedWorkplace(workplace: string): Promise<void> {
  * remain.
  */
 function handWrittenRead(st: { text: string; values: string[] }): { text: string; values: string[] } {
-  const limit = /limit \$(\d+)$/.exec(st.text);
+  const limit = /limit \$(\d+)(::bigint)?$/.exec(st.text);
   if (!limit || !st.text.startsWith('select doc, ')) throw new Error(`unexpected read statement: ${st.text}`);
   const values = [...st.values];
   const i = Number(limit[1]) - 1;

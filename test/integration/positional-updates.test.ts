@@ -493,7 +493,7 @@ const CASES: Case[] = [
     name: '$pull with a runaway $regex',
     docs: [{ _id: 1, a: ['ab', `${'a'.repeat(40)}b`] }],
     request: { query: {}, doc: { $pull: { a: { $regex: '(a+)+$' } } } },
-    expected: /^A \$regex took longer than \d+ ms on one string, and was stopped/,
+    expected: /^A \$regex ran for more than \d+ ms in all, and was stopped/,
   },
   {
     name: '$pull with an invalid $regex',

@@ -71,6 +71,7 @@ afterAll(async () => {
 
 describe('the SDK on /v1 (X-Auth-Token)', () => {
   it('creates a workplace and a collection, and runs documents CRUD with the MongoDB grammar', async () => {
+    sent.length = 0;
     const api = admin();
     const name = randomName();
     const created = await unwrap(api.POST('/v1/workplaces', { body: { name } }));

@@ -75,7 +75,10 @@ export interface paths {
             };
             cookie?: never;
         };
-        /** Get a workplace */
+        /**
+         * Get a workplace
+         * @description Returns the workplace named in the path, with its creation time.
+         */
         get: operations["getWorkplace"];
         put?: never;
         post?: never;
@@ -451,7 +454,10 @@ export interface paths {
          */
         get: operations["listCollections"];
         put?: never;
-        /** Create a collection */
+        /**
+         * Create a collection
+         * @description Creates an empty collection in the storage; a name already taken is a 409.
+         */
         post: operations["createCollection"];
         delete?: never;
         options?: never;

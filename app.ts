@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, {
@@ -21,7 +22,13 @@ import { requestLogHook } from './http/request-log.js';
 import { RequestLogger } from './http/request-logger.js';
 import { toRouteHandler } from './http/route-handler.js';
 import { createAuthenticators } from './http/security.js';
-import { loadSpec, type OpenApiDocument, type SpecOperation, specOperations } from './http/spec.js';
+import {
+  loadSpec,
+  OPENAPI_30_PATH,
+  type OpenApiDocument,
+  type SpecOperation,
+  specOperations,
+} from './http/spec.js';
 import { createValidatorCompiler, requiringBody } from './http/validation.js';
 import { ProviderRegistry } from './oidc/provider.js';
 import { registerOidcProvider } from './oidc/routes.js';
@@ -144,6 +151,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
   app.get('/openapi.yaml', { schema: { hide: true } }, async (_request, reply) =>
     reply.type('application/yaml').send(app.swagger({ yaml: true })),
+  );
+  // For the generators that cannot read 3.1: the file as generated, byte for byte.
+  const openapi30 = readFileSync(OPENAPI_30_PATH);
+  app.get('/openapi-3.0.json', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type('application/json; charset=utf-8').send(openapi30),
   );
 
   await app.register(openapiGlue, {

@@ -1352,9 +1352,17 @@ export interface components {
              */
             token_endpoint_auth_method: "client_secret_basic" | "client_secret_post" | "none";
         };
+        /**
+         * One client
+         * @description One client, in `result` (never with its secret on `readClients`).
+         */
         ClientEnvelope: {
             result: components["schemas"]["Client"];
         };
+        /**
+         * Client list
+         * @description Every client of the workplace, in `result`; what `readClients` returns without `client_id`.
+         */
         ClientListEnvelope: {
             result: components["schemas"]["Client"][];
         };
@@ -2430,7 +2438,10 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The list of clients, or the selected client. */
+            /**
+             * @description The list of clients (`ClientListEnvelope`, `result` an array) without `client_id`,
+             *     or the selected client (`ClientEnvelope`, `result` one object) with `client_id`.
+             */
             200: {
                 headers: {
                     [name: string]: unknown;

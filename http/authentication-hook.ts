@@ -9,7 +9,10 @@ declare module 'fastify' {
   }
 }
 
-/** The security hook of an operation: its first requirement decides (aliases share one authenticator). */
+/**
+ * The security hook of an operation: its first requirement decides. The two OIDC schemes share one
+ * authenticator, which reads both headers, so the alternatives hold whichever comes first.
+ */
 export function authenticatorFor(op: SpecOperation, authenticators: Record<string, Authenticator>) {
   const first = op.security[0];
   if (!first || Object.keys(first).length === 0) return undefined;

@@ -25,6 +25,13 @@ export const LAST_USED_INTERVAL_SECONDS = 60;
 
 const BEARER = /^Bearer +([\x21-\x7E]+) *$/i;
 
+/** The headers that may carry the workplace OIDC token: the interface's spelling, and the correct one. */
+const OIDC_HEADERS = ['authorizarion', 'authorization'] as const;
+const HEADER_NAMES: Record<(typeof OIDC_HEADERS)[number], string> = {
+  authorizarion: 'Authorizarion',
+  authorization: 'Authorization',
+};
+
 function header(request: FastifyRequest, name: string): string | undefined {
   const v = request.headers[name];
   return typeof v === 'string' && v !== '' ? v : undefined;
@@ -80,27 +87,42 @@ export function createAuthenticators({ sql, adminTokenHash }: SecurityDeps): Rec
 
   // Compared against when the workplace is unknown, so that timing does not reveal which exist.
   const decoy = generateSecret('decoy');
+  /**
+   * The workplace OIDC token, in either header of OIDC_HEADERS. Each header is read on its own, as
+   * the alternatives of the operations' `security` say: the request is admitted when one of them
+   * holds `Bearer <the workplace's token>`, whatever the other holds. Generated clients send both
+   * headers, the apiKey one often with the bare token, so preferring one header would refuse a
+   * request that carries a valid credential. Every Bearer value is compared, without stopping at
+   * the first match, so timing does not tell which header held the token.
+   */
   const oidcToken: Authenticator = async (request) => {
-    // The interface spells the header "Authorizarion"; the correct spelling is an alias.
-    const raw = header(request, 'authorizarion') ?? header(request, 'authorization');
-    if (!raw)
+    const sent = OIDC_HEADERS.flatMap((name) => {
+      const value = header(request, name);
+      return value === undefined ? [] : [{ name, token: BEARER.exec(value)?.[1] }];
+    });
+    if (sent.length === 0)
       throw errors.unauthorized(
         'The Authorizarion header is missing; send "Authorizarion: Bearer <OIDC token>".',
       );
-    const match = BEARER.exec(raw);
-    if (!match?.[1]) throw errors.unauthorized('The Authorizarion header must be "Bearer <OIDC token>".');
+    const tokens = sent.flatMap((s) => (s.token === undefined ? [] : [s.token]));
+    if (tokens.length === 0) {
+      const names = sent.map((s) => HEADER_NAMES[s.name]).join(' and the ');
+      throw errors.unauthorized(`The ${names} header must be "Bearer <OIDC token>".`);
+    }
     const workplace = (request.params as { name?: unknown }).name;
     const stored =
       typeof workplace === 'string' && WORKPLACE_NAME.test(workplace)
         ? await findOidcToken(sql, workplace)
         : undefined;
-    const matches = secretsEqual(match[1], stored ?? decoy);
+    let matches = false;
+    for (const token of tokens) matches = secretsEqual(token, stored ?? decoy) || matches;
     if (!matches || stored === undefined || typeof workplace !== 'string') {
       throw errors.unauthorized('The bearer token is not valid for this workplace.');
     }
     return { kind: 'oidc', workplace };
   };
 
+  // Both OIDC schemes name the same rule: either header may carry the token.
   return { XAuthToken: xAuthToken, OidcToken: oidcToken, OidcTokenAuthorization: oidcToken };
 }
 

@@ -3,6 +3,8 @@ import { fileURLToPath } from 'node:url';
 import { parse } from 'yaml';
 
 export const SPEC_PATH = fileURLToPath(new URL('../openapi.yaml', import.meta.url));
+/** The OpenAPI 3.0.3 rendition of the spec that `npm run gen` writes (scripts/openapi-3.0.ts). */
+export const OPENAPI_30_PATH = fileURLToPath(new URL('../generated/openapi-3.0.json', import.meta.url));
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'head', 'options'] as const;
 

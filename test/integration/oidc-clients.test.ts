@@ -49,7 +49,8 @@ const update = (wp: Workplace, clientId: string, body: unknown) =>
   oidc(wp, { method: 'POST', path: `/oidc/registration?client_id=${encodeURIComponent(clientId)}`, body });
 const getOne = (wp: Workplace, clientId: string) =>
   oidc(wp, { method: 'GET', path: `/registration?client_id=${encodeURIComponent(clientId)}` });
-const list = (wp: Workplace) => oidc(wp, { method: 'GET', path: '/registration' });
+const list = (wp: Workplace, headers?: Record<string, string>) =>
+  oidc(wp, { method: 'GET', path: '/registration', ...(headers ? { headers } : {}) });
 const remove = (wp: Workplace, clientId: string) =>
   oidc(wp, { method: 'DELETE', path: `/registration?client_id=${encodeURIComponent(clientId)}` });
 
@@ -764,7 +765,59 @@ describe('isolation: who may call the five client operations', () => {
     ['the admin X-Auth-Token', () => ({ 'x-auth-token': t.adminToken }), false],
     ['the correct token', () => ({ authorizarion: `Bearer ${home.token}` }), true],
     ['the correct token in Authorization', () => ({ authorization: `Bearer ${home.token}` }), true],
+    // The rule for the two headers (openapi.yaml, Authentication): either one holding
+    // `Bearer <the workplace's token>` admits the request, whatever the other holds; a value
+    // without the Bearer scheme is no credential.
+    ...headerPairs(),
   ];
+  function headerPairs(): [string, () => Record<string, string>, boolean][] {
+    const pair = (authorizarion: string, authorization: string) => ({ authorizarion, authorization });
+    const bearer = () => `Bearer ${home.token}`;
+    return [
+      ['Bearer in both headers', () => pair(bearer(), bearer()), true],
+      // What a generated client sends when given the token for both schemes.
+      ['the bare token in Authorizarion, Bearer in Authorization', () => pair(home.token, bearer()), true],
+      ['Bearer in Authorizarion, the bare token in Authorization', () => pair(bearer(), home.token), true],
+      [
+        'a wrong Bearer in Authorizarion, the correct one in Authorization',
+        () => pair('Bearer wpo_wrong', bearer()),
+        true,
+      ],
+      [
+        'the correct Bearer in Authorizarion, a wrong one in Authorization',
+        () => pair(bearer(), 'Bearer wpo_wrong'),
+        true,
+      ],
+      [
+        'another workplace token in Authorizarion, ours in Authorization',
+        () => pair(`Bearer ${other.token}`, bearer()),
+        true,
+      ],
+      [
+        'the correct Bearer in Authorizarion, Basic in Authorization',
+        () => pair(bearer(), 'Basic dXNlcjpwYXNz'),
+        true,
+      ],
+      ['a lowercase scheme in Authorization', () => ({ authorization: `bearer ${home.token}` }), true],
+      ['an empty Authorizarion, the correct Authorization', () => pair('', bearer()), true],
+      ['the bare token alone in Authorizarion', () => ({ authorizarion: home.token }), false],
+      ['the bare token alone in Authorization', () => ({ authorization: home.token }), false],
+      ['the bare token in both headers', () => pair(home.token, home.token), false],
+      ['a wrong Bearer in both headers', () => pair('Bearer wpo_wrong', 'Bearer wpo_wrong_too'), false],
+      [
+        'another workplace token in both headers',
+        () => pair(`Bearer ${other.token}`, `Bearer ${other.token}`),
+        false,
+      ],
+      [
+        'the bare token in Authorizarion, a wrong Bearer in Authorization',
+        () => pair(home.token, 'Bearer wpo_wrong'),
+        false,
+      ],
+      ['both headers empty', () => pair('', ''), false],
+      ['Bearer alone in both headers', () => pair('Bearer', 'Bearer'), false],
+    ];
+  }
   const cells = operations.flatMap((op) =>
     callers.map(([label, headers, ok]) => [op.name, label, op, headers, ok] as const),
   );
@@ -784,6 +837,34 @@ describe('isolation: who may call the five client operations', () => {
     expect(await clientCount(home)).toBe(countBefore);
     expect((await getOne(home, client.client_id)).body.result).toEqual(withoutSecret(client));
     expect((await storedHash(client.client_id))?.equals(hashSecret(client.client_secret))).toBe(true);
+  });
+
+  it.each([
+    ['no header', () => ({}), 'The Authorizarion header is missing'],
+    [
+      'the bare token in Authorizarion',
+      () => ({ authorizarion: home.token }),
+      'The Authorizarion header must',
+    ],
+    [
+      'the bare token in Authorization',
+      () => ({ authorization: home.token }),
+      'The Authorization header must',
+    ],
+    [
+      'the bare token in both',
+      () => ({ authorizarion: home.token, authorization: home.token }),
+      'The Authorizarion and the Authorization header must',
+    ],
+    [
+      'a bare token beside a wrong Bearer',
+      () => ({ authorizarion: home.token, authorization: 'Bearer wpo_wrong' }),
+      'not valid for this workplace',
+    ],
+  ])('tells a caller with %s what is wrong', async (_label, headers, description) => {
+    const res = await list(home, headers());
+    expectOAuthError(res, 401, 'invalid_token');
+    expect(res.body.error_description).toContain(description);
   });
 
   it("does not let another workplace's valid token reach this workplace, even though both exist", async () => {

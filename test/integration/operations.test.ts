@@ -65,12 +65,10 @@ describe('the /oidc client routes authenticate with the workplace OIDC token', (
     ['another workplace token', () => ({ authorizarion: `Bearer ${otherOidcToken}` })],
     ['the admin token as bearer', () => ({ authorizarion: `Bearer ${t.adminToken}` })],
     ['the admin token as X-Auth-Token', () => ({ 'x-auth-token': t.adminToken })],
+    ['the bare token in both headers', () => ({ authorizarion: oidcToken, authorization: oidcToken })],
     [
-      'a wrong Authorizarion that the alias cannot override',
-      () => ({
-        authorizarion: 'Bearer wrong',
-        authorization: `Bearer ${oidcToken}`,
-      }),
+      'a wrong token in both headers',
+      () => ({ authorizarion: 'Bearer wrong', authorization: `Bearer ${otherOidcToken}` }),
     ],
   ];
   for (const op of oidcOps) {
@@ -87,6 +85,12 @@ describe('the /oidc client routes authenticate with the workplace OIDC token', (
     ['Authorizarion', { authorizarion: 'Bearer TOKEN' }],
     ['Authorization (alias)', { authorization: 'Bearer TOKEN' }],
     ['a lowercase scheme', { authorizarion: 'bearer TOKEN' }],
+    // Either header with the token is enough (openapi.yaml, Authentication).
+    [
+      'Authorization beside a wrong Authorizarion',
+      { authorizarion: 'Bearer wrong', authorization: 'Bearer TOKEN' },
+    ],
+    ['Authorization beside a bare Authorizarion', { authorizarion: 'TOKEN', authorization: 'Bearer TOKEN' }],
   ])('accepts the token in %s', async (_label, headers) => {
     const withToken = Object.fromEntries(
       Object.entries(headers).map(([k, v]) => [k, v.replace('TOKEN', oidcToken)]),

@@ -99,11 +99,26 @@ describe('openapi.yaml against SPEC.md and the handlers', () => {
     }
   });
 
-  it('spells the security headers exactly as SPEC.md does, with Authorization as an alias', () => {
+  it('spells the security headers exactly as SPEC.md does, with Authorization as an alternative', () => {
     const schemes = spec.components.securitySchemes;
     expect(schemes.XAuthToken).toMatchObject({ type: 'apiKey', in: 'header', name: 'X-Auth-Token' });
     expect(schemes.OidcToken).toMatchObject({ type: 'apiKey', in: 'header', name: 'Authorizarion' });
     expect(schemes.OidcTokenAuthorization).toMatchObject({ type: 'http', scheme: 'bearer' });
+  });
+
+  it('lists the relative server first, then an absolute one whose defaults name `npm start`', () => {
+    const servers = (spec as { servers?: { url: string; variables?: Record<string, { default: string }> }[] })
+      .servers;
+    // Swagger UI calls the first server: relative, it is the origin the docs page came from.
+    expect(servers?.[0]?.url).toBe('/');
+    const absolute = servers?.[1];
+    expect(absolute?.url).toBe('{scheme}://{host}');
+    const url = absolute?.url.replace(
+      /\{(\w+)\}/g,
+      (_, name: string) => absolute.variables?.[name]?.default ?? '',
+    );
+    // A client generated for Node needs an absolute base URL without being configured.
+    expect(new URL(url ?? '').href).toBe('http://127.0.0.1:3000/');
   });
 
   it('protects /v1 with X-Auth-Token, /oidc with the OIDC token, and leaves only the probes public', () => {

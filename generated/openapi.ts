@@ -1646,8 +1646,7 @@ export interface components {
          *       most 5,000 nodes in all.
          */
         SchemaNode: {
-            /** @enum {string} */
-            type: "object" | "array" | "string" | "number" | "integer" | "boolean";
+            type: components["schemas"]["SchemaNodeType"];
             /** @description Whether the field must be given. Stored as sent; absent means not required. */
             required?: boolean;
             /** @description Child nodes keyed by field name (1-128 characters), at most 200 per node. */
@@ -1657,6 +1656,11 @@ export interface components {
             items?: components["schemas"]["SchemaNode"];
             presenter?: components["schemas"]["Presenter"];
         };
+        /**
+         * @description The JSON type of a data mapping node's field.
+         * @enum {string}
+         */
+        SchemaNodeType: "object" | "array" | "string" | "number" | "integer" | "boolean";
         /** @description Schema nodes keyed by a method `value`; every key must name a method of the connector. */
         MappingByMethod: {
             [key: string]: components["schemas"]["SchemaNode"];

@@ -12,7 +12,7 @@ export const OAUTH_ONLY_CODES = ['CLIENT_NOT_FOUND'] as const;
 type OAuthOnlyCode = (typeof OAUTH_ONLY_CODES)[number];
 
 export interface FieldError {
-  in: 'body' | 'path' | 'query' | 'header';
+  in: components['schemas']['FieldErrorLocation'];
   path: string;
   message: string;
 }

@@ -1,7 +1,7 @@
 import type { components } from './generated/openapi.js';
 
 export type ErrorCode = components['schemas']['ErrorCode'];
-export type OAuthErrorCode = components['schemas']['OAuthError']['error'];
+export type OAuthErrorCode = components['schemas']['OAuthErrorCode'];
 
 /**
  * Codes of errors thrown only on `/oidc` routes, where every error is rendered as an OAuth error

@@ -1041,10 +1041,14 @@ export interface components {
         FieldErrorLocation: "body" | "path" | "query" | "header";
         /** @description OAuth 2.0 error (RFC 6749 section 5.2, RFC 7591 section 3.2.2). */
         OAuthError: {
-            /** @enum {string} */
-            error: "invalid_request" | "invalid_token" | "invalid_client_metadata" | "invalid_redirect_uri" | "invalid_client_id" | "server_error" | "temporarily_unavailable";
+            error: components["schemas"]["OAuthErrorCode"];
             error_description?: string;
         };
+        /**
+         * @description The OAuth `error` of the `/oidc` client routes.
+         * @enum {string}
+         */
+        OAuthErrorCode: "invalid_request" | "invalid_token" | "invalid_client_metadata" | "invalid_redirect_uri" | "invalid_client_id" | "server_error" | "temporarily_unavailable";
         Health: {
             /** @enum {string} */
             status: "ok";

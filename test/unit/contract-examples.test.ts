@@ -200,7 +200,7 @@ describe('examples in openapi.yaml', () => {
     const schemas = components.schemas as Node;
     const known = new Set([
       ...((schemas.ErrorCode as Node).enum as string[]),
-      ...((((schemas.OAuthError as Node).properties as Node).error as Node).enum as string[]),
+      ...((schemas.OAuthErrorCode as Node).enum as string[]),
     ]);
     for (const [name, r] of Object.entries(components.responses as Node)) {
       const response = r as Node;

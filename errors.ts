@@ -1,10 +1,18 @@
 import type { components } from './generated/openapi.js';
 
 export type ErrorCode = components['schemas']['ErrorCode'];
-export type OAuthErrorCode = components['schemas']['OAuthError']['error'];
+export type OAuthErrorCode = components['schemas']['OAuthErrorCode'];
+
+/**
+ * Codes of errors thrown only on `/oidc` routes, where every error is rendered as an OAuth error
+ * (`oauthError`), never as a problem: they name the error in the code and tests but are no value
+ * of the spec's ErrorCode, which would promise SDK users a code they can never receive.
+ */
+export const OAUTH_ONLY_CODES = ['CLIENT_NOT_FOUND'] as const;
+type OAuthOnlyCode = (typeof OAUTH_ONLY_CODES)[number];
 
 export interface FieldError {
-  in: 'body' | 'path' | 'query' | 'header';
+  in: components['schemas']['FieldErrorLocation'];
   path: string;
   message: string;
 }
@@ -15,7 +23,7 @@ export interface FieldError {
  */
 export class AppError extends Error {
   readonly status: number;
-  readonly code: ErrorCode;
+  readonly code: ErrorCode | OAuthOnlyCode;
   readonly errors: FieldError[] | undefined;
   /** The OAuth `error` to use when this is rendered on an `/oidc` route. */
   readonly oauthError: OAuthErrorCode | undefined;
@@ -23,7 +31,7 @@ export class AppError extends Error {
 
   constructor(
     status: number,
-    code: ErrorCode,
+    code: ErrorCode | OAuthOnlyCode,
     message: string,
     options: {
       errors?: FieldError[];

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type CollectionRef, catalogGuard, trackingMultikey } from './collections.js';
 import { idFirstJsonbBytes } from './jsonb-id-first.js';
 import { keysetPredicate } from './query/cursor.js';
-import { isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
+import { type DocumentId, isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
 import type { Filter } from './query/filter-ast.js';
 import { compileFilter } from './query/filter-sql.js';
 import { idFirst } from './query/json.js';
@@ -328,7 +328,7 @@ export async function deleteDocuments(sql: Sql, c: CollectionRef, filter: Filter
 }
 
 /** Inserts all documents in one statement, or none. */
-export async function insertDocuments(sql: Sql, c: CollectionRef, docs: JsonObject[]): Promise<Json[]> {
+export async function insertDocuments(sql: Sql, c: CollectionRef, docs: JsonObject[]): Promise<DocumentId[]> {
   const prepared = docs.map((d, i) => prepareDocument(d, i));
   const seen = new Set<string>();
   for (const d of prepared) {
@@ -351,7 +351,7 @@ export async function insertDocuments(sql: Sql, c: CollectionRef, docs: JsonObje
     if ((err as { code?: string }).code === '23505') throw await describeDuplicate(sql, c, prepared, err);
     throw err;
   }
-  return prepared.map((d) => d._id as Json);
+  return prepared.map((d) => d._id as DocumentId);
 }
 
 /** The id of the unique index a unique violation names (constraint `x<id>_u`); none for `_id`. */
@@ -415,7 +415,7 @@ export interface UpdatePlan {
 export interface UpdateOutcome {
   matchedCount: number;
   modifiedCount: number;
-  upsertedId?: Json;
+  upsertedId?: DocumentId;
   /**
    * With `returning`: the document before or after, or null when there is none (nothing matched,
    * or an upsert inserted and `before` was asked for, as MongoDB answers).
@@ -527,7 +527,7 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
     return {
       matchedCount: 0,
       modifiedCount: 0,
-      upsertedId: doc._id as Json,
+      upsertedId: doc._id as DocumentId,
       ...(plan.returning
         ? { document: plan.returning.which === 'after' ? plan.returning.project(doc) : null }
         : {}),

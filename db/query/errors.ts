@@ -5,6 +5,8 @@ export { QueryError } from '../../errors.js';
 /** JSON values as they arrive in request bodies and leave the database. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
+/** A document's `_id`: prepareDocument refuses an array there. */
+export type DocumentId = Exclude<Json, Json[]>;
 
 export function isPlainObject(v: unknown): v is JsonObject {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -15,14 +15,20 @@ function pointer(...segments: string[]): string {
   return segments.map(escapePointer).join('/');
 }
 
+/** An Ajv that knows the whole spec as `openapi`, so any of its schemas compiles as `openapi#/<pointer>`. */
+export function createSpecAjv(spec: OpenApiDocument = loadSpec()): Ajv2020 {
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats(ajv);
+  ajv.addSchema(spec as object, 'openapi');
+  return ajv;
+}
+
 /**
  * Checks responses against openapi.yaml: the status must be declared for the operation, the media
  * type must be the declared one, and the body must validate against its schema.
  */
 export function createResponseChecker(spec: OpenApiDocument = loadSpec()) {
-  const ajv = new Ajv2020({ strict: false, allErrors: true });
-  addFormats(ajv);
-  ajv.addSchema(spec as object, 'openapi');
+  const ajv = createSpecAjv(spec);
   const compiled = new Map<string, ValidateFunction>();
   const routes = specOperations(spec).map((op) => ({
     ...op,

@@ -5,6 +5,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { OAUTH_ONLY_CODES } from '../../errors.js';
 import { loadSpec } from '../../http/spec.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -46,6 +47,21 @@ describe('error codes', () => {
   it('in the spec are exactly those the server produces', () => {
     const spec = specCodes();
     expect(spec.length).toBeGreaterThan(10);
-    expect([...producedCodes()].sort()).toEqual([...spec].sort());
+    const oauthOnly: readonly string[] = OAUTH_ONLY_CODES;
+    const problemCodes = [...producedCodes()].filter((c) => !oauthOnly.includes(c));
+    expect(problemCodes.sort()).toEqual([...spec].sort());
+  });
+
+  it('that only go out as OAuth errors are produced, only under handlers of /oidc routes, and not in the spec', () => {
+    const produced = producedCodes();
+    for (const code of OAUTH_ONLY_CODES) {
+      expect(produced, code).toContain(code);
+      expect(specCodes(), code).not.toContain(code);
+    }
+    // errors.ts names the factory; only the /oidc client handlers may call it.
+    const callers = readdirSync(join(root, 'handlers')).filter((name) =>
+      readFileSync(join(root, 'handlers', name), 'utf8').includes('errors.clientNotFound('),
+    );
+    expect(callers).toEqual(['oidc-clients.ts']);
   });
 });

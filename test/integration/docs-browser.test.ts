@@ -1,17 +1,6 @@
-// Swagger UI at /docs is where API users first meet the contract: for every response with a body
-// it must show the contract's own examples (the first one, with every named one to choose), never
-// values it invents from the schema (`additionalProp1`, `"string"`).
-import { existsSync } from 'node:fs';
-import { type Browser, chromium } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadSpec } from '../../http/spec.js';
-import { type LiveServer, startLiveServer } from '../helpers/oidc-flow.js';
-
-/** Debian's Chromium (`apt-get install chromium`); playwright never downloads a browser here. */
-const CHROMIUM = '/usr/bin/chromium';
-const available = existsSync(CHROMIUM);
-// CI installs Chromium (.ci/run); there, a missing browser is a failure, not a reason to skip.
-if (!available && process.env.CI) throw new Error(`${CHROMIUM} is missing: apt-get install chromium`);
+import { chromiumAvailable, withBrowserAndServer } from '../helpers/chromium.js';
 
 type Node = Record<string, unknown>;
 const spec = loadSpec() as unknown as Node;
@@ -51,22 +40,12 @@ interface ShownResponse {
   example: string | null;
 }
 
-let server: LiveServer;
-let browser: Browser;
-beforeAll(async () => {
-  if (!available) return;
-  server = await startLiveServer();
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-});
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
+const live = withBrowserAndServer();
 
-describe.skipIf(!available)('Swagger UI at /docs', () => {
+describe.skipIf(!chromiumAvailable)('Swagger UI at /docs', () => {
   it('shows the contract examples for every response with a body, and nothing invented', async () => {
-    const page = await browser.newPage();
-    await page.goto(`${server.base}/docs`);
+    const page = await live.browser.newPage();
+    await page.goto(`${live.server.base}/docs`);
     await page.waitForSelector('.opblock-summary-control');
     const blocks = await page.locator('.opblock').all();
     const shown: ShownResponse[] = [];

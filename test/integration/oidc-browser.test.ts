@@ -2,34 +2,18 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import * as oidc from 'openid-client';
-import { type Browser, chromium } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type LiveServer, PASSWORD, REDIRECT, startLiveServer, tenantKit } from '../helpers/oidc-flow.js';
+import { describe, expect, it } from 'vitest';
+import { chromiumAvailable, withBrowserAndServer } from '../helpers/chromium.js';
+import { PASSWORD, REDIRECT, tenantKit } from '../helpers/oidc-flow.js';
 
-/** Debian's Chromium (`apt-get install chromium`); playwright never downloads a browser here. */
-const CHROMIUM = '/usr/bin/chromium';
 /** Where the run leaves its screenshot of the sign-in page (git-ignored). */
 export const SCREENSHOT = fileURLToPath(new URL('../../test-results/oidc-login-page.png', import.meta.url));
 
-const available = existsSync(CHROMIUM);
-// CI installs Chromium (.ci/run); there, a missing browser is a failure, not a reason to skip.
-if (!available && process.env.CI) throw new Error(`${CHROMIUM} is missing: apt-get install chromium`);
+const live = withBrowserAndServer();
 
-let server: LiveServer;
-let browser: Browser;
-beforeAll(async () => {
-  if (!available) return;
-  server = await startLiveServer();
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
-});
-afterAll(async () => {
-  await browser?.close();
-  await server?.close();
-});
-
-describe.skipIf(!available)('signing in with a real browser', () => {
+describe.skipIf(!chromiumAvailable)('signing in with a real browser', () => {
   it('opens the authorization URL, signs in, allows, and lands on the redirect URI with a code', async () => {
-    const { newTenant } = tenantKit(server);
+    const { newTenant } = tenantKit(live.server);
     const t = await newTenant();
     const config = await oidc.discovery(new URL(t.issuer), t.clientId, t.clientSecret, undefined, {
       execute: [oidc.allowInsecureRequests],
@@ -44,7 +28,7 @@ describe.skipIf(!available)('signing in with a real browser', () => {
       state,
     });
 
-    const context = await browser.newContext();
+    const context = await live.browser.newContext();
     const page = await context.newPage();
     // The client's redirect URI is not served by anyone: answer it here and keep its URL.
     let landed: URL | undefined;
@@ -55,7 +39,8 @@ describe.skipIf(!available)('signing in with a real browser', () => {
     const external: string[] = [];
     page.on('request', (r) => {
       const url = new URL(r.url());
-      if (url.origin !== new URL(server.base).origin && !r.url().startsWith(REDIRECT)) external.push(r.url());
+      if (url.origin !== new URL(live.server.base).origin && !r.url().startsWith(REDIRECT))
+        external.push(r.url());
     });
 
     await page.goto(authUrl.href);

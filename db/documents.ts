@@ -3,7 +3,7 @@ import { type CollectionRef, catalogGuard, trackingMultikey } from './collection
 import { idFirstJsonbBytes } from './jsonb-id-first.js';
 import { keysetPredicate } from './query/cursor.js';
 import { type DocumentId, isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
-import type { Filter } from './query/filter-ast.js';
+import { type Filter, pinsOneId } from './query/filter-ast.js';
 import { compileFilter } from './query/filter-sql.js';
 import { idFirst } from './query/json.js';
 import { Params } from './query/params.js';
@@ -132,8 +132,12 @@ export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false)
   const order = compileOrderKeys(o.sort, columns, params);
   const keyset = o.after ? `(${keysetPredicate(order, o.after, params)}) and ` : '';
   const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
-  const keys = order.map((k, i) => `${k.sql} as k${i}`).join(', ');
-  const text = `select doc, ${keys} from ${c.table} where ${guard}${keyset}${where} order by ${orderByText(order)} offset ${params.int(o.skip)} limit ${params.int(o.limit + 1)}`;
+  // A filter that pins `_id` matches at most one document, so no page can follow: the lookup by
+  // `_id`, the most frequent read, runs without the keys and the extra row.
+  const single = pinsOneId(o.filter);
+  const keys = single ? '' : `, ${order.map((k, i) => `${k.sql} as k${i}`).join(', ')}`;
+  const limit = single ? o.limit : o.limit + 1;
+  const text = `select doc${keys} from ${c.table} where ${guard}${keyset}${where} order by ${orderByText(order)} offset ${params.int(o.skip)} limit ${params.int(limit)}`;
   return { text: c.texts.shared(text), values: params.values };
 }
 

@@ -95,9 +95,10 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
       throw new QueryError(
         'cursor and skip cannot be combined: the cursor already says where the page starts.',
       );
-    const binding = cursorBinding(body.query, body.sort);
+    // Hashed only when a token is read or written: most reads have neither.
+    const binding = () => cursorBinding(body.query, body.sort);
     const after =
-      body.cursor === undefined ? undefined : decodeCursor(body.cursor, binding, orderKeyCount(sort));
+      body.cursor === undefined ? undefined : decodeCursor(body.cursor, binding(), orderKeyCount(sort));
     const options = {
       filter,
       sort,
@@ -105,7 +106,7 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
       limit: body.limit ?? DEFAULT_LIMIT,
       ...(after ? { after } : {}),
     };
-    const next = (keys: Buffer[] | undefined) => (keys ? { next: encodeCursor(binding, keys) } : {});
+    const next = (keys: Buffer[] | undefined) => (keys ? { next: encodeCursor(binding(), keys) } : {});
     // Without a projection the documents go out as the database wrote them, never parsed.
     if (projectsEverything(projection)) {
       const page = await inCollection(params.name, params.storage_name, (c) =>

@@ -115,6 +115,15 @@ interface ParseState {
   nodes: number;
 }
 
+/**
+ * Whether the filter holds `_id` to one value (an equality on `_id`, alone or in an `$and`), so
+ * that it matches at most one document: `_id` is unique.
+ */
+export function pinsOneId(filter: Filter): boolean {
+  if (filter.kind === 'field') return filter.path.text === '_id' && filter.cond.op === 'eq';
+  return filter.kind === 'and' && filter.children.some(pinsOneId);
+}
+
 export function parseFilter(query: unknown): Filter {
   if (!isPlainObject(query)) throw new QueryError('The query must be a JSON object.');
   return parseQueryObject(query, { nodes: 0 }, 0);

@@ -155,6 +155,13 @@ describe('responses', () => {
     expect(zero.body).toEqual(rest.body);
     const projected = await col.call('read', { fields: { _id: 1 }, limit: 4 });
     expect(projected.body.next).toEqual(expect.any(String));
+    // A filter pinning _id matches one document at most: its page is the whole answer.
+    for (const query of [{ _id: 2 }, { _id: { $eq: 2 } }, { $and: [{ _id: 2 }, { _id: { $gte: 1 } }] }])
+      expect((await col.call('read', { query, limit: 1 })).body).toEqual({ result: [{ _id: 2 }] });
+    // Several _id values can match several documents: the page has a next.
+    const two = await col.call('read', { query: { _id: { $in: [2, 3] } }, limit: 1 });
+    expect(two.body.result).toEqual([{ _id: 2 }]);
+    expect(two.body.next).toEqual(expect.any(String));
   });
 });
 

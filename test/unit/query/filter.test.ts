@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { QueryError } from '../../../db/query/errors.js';
-import { parseFilter } from '../../../db/query/filter-ast.js';
+import { parseFilter, pinsOneId } from '../../../db/query/filter-ast.js';
 import { compileFilter, type IndexedPath } from '../../../db/query/filter-sql.js';
 import { Params } from '../../../db/query/params.js';
 import { multikeyPredicate, navs, parsePath, rootNavs } from '../../../db/query/path.js';
@@ -296,5 +296,24 @@ describe('sort', () => {
     [{ '': 1 }, /empty sort path/],
   ])('rejects %j', (sort, message) => {
     expect(() => parseSort(sort)).toThrow(message);
+  });
+});
+
+describe('pinsOneId: the filters that match one document at most (`_id` is unique)', () => {
+  it.each([
+    [{ _id: 1 }, true],
+    [{ _id: { $eq: 'a' } }, true],
+    [{ _id: { k: 1 } }, true],
+    [{ _id: 1, a: 2 }, true],
+    [{ $and: [{ a: 1 }, { _id: 1 }] }, true],
+    [{}, false],
+    [{ a: 1 }, false],
+    [{ _id: { $in: [1] } }, false],
+    [{ _id: { $gte: 1 } }, false],
+    [{ '_id.k': 1 }, false],
+    [{ $or: [{ _id: 1 }] }, false],
+    [{ _id: { $ne: 1 } }, false],
+  ])('%j: %s', (query, pinned) => {
+    expect(pinsOneId(parseFilter(query))).toBe(pinned);
   });
 });

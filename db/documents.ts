@@ -540,9 +540,14 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
   const changed: JsonObject[] = [];
   let after: JsonObject | undefined;
   for (const doc of docs) {
-    const next = prepareDocument(plan.apply(doc));
+    // Only a changed document needs checking before it is stored; an unchanged one was stored as
+    // it is (and applyUpdate already puts `_id` first).
+    let next = plan.apply(doc);
+    if (plan.modified(doc, next)) {
+      next = prepareDocument(next);
+      changed.push(next);
+    }
     after ??= next;
-    if (plan.modified(doc, next)) changed.push(next);
   }
   for (let i = 0; i < changed.length; i += WRITE_BATCH) {
     await tx.unsafe(

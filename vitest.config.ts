@@ -9,5 +9,7 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // On PostgreSQL, a database of the run's own, dropped at its end.
+    globalSetup: ['test/helpers/database-per-run.ts'],
   },
 });

@@ -7,5 +7,7 @@ export default defineConfig({
     testTimeout: 120_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // On PostgreSQL, a database of the run's own, dropped at its end.
+    globalSetup: ['test/helpers/database-per-run.ts'],
   },
 });

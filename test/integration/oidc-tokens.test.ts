@@ -260,16 +260,22 @@ describe('JWT access tokens for a resource server', () => {
   });
 
   it('expire after token_timeout, as do opaque ones: introspection then answers inactive', async () => {
-    const t = await kit.newTenant({ token_timeout: 1 });
+    // Long enough that a sign-in on a loaded machine still finds both tokens alive; the wait
+    // below goes by the tokens' own exp, not by a guess.
+    const lifetime = 5;
+    const t = await kit.newTenant({ token_timeout: lifetime });
     const cc = await clientCredentials(t, { resource: API });
-    expect(cc.body.expires_in).toBe(1);
+    expect(cc.body.expires_in).toBe(lifetime);
     const token = cc.body.access_token as string;
     const verify = await resourceServer(t, API);
     const { payload } = await verify(token);
-    expect((payload.exp as number) - (payload.iat as number)).toBe(1);
+    expect((payload.exp as number) - (payload.iat as number)).toBe(lifetime);
     const opaque = (await signInFor(t, { scope: 'openid' })).tokens.access_token;
-    expect((await introspect(t, opaque)).body.active).toBe(true);
-    await new Promise((resolve) => setTimeout(resolve, 2100));
+    const alive = (await introspect(t, opaque)).body;
+    expect(alive.active).toBe(true);
+    expect((alive.exp as number) - (alive.iat as number)).toBe(lifetime);
+    const lastExp = Math.max(payload.exp as number, alive.exp as number);
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, lastExp * 1000 - Date.now()) + 1100));
     await expect(verify(token)).rejects.toThrow(joseErrors.JWTExpired);
     expect((await introspect(t, opaque)).body).toEqual({ active: false });
   });

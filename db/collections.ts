@@ -1,3 +1,4 @@
+import type { Json } from './query/errors.js';
 import type { IndexedPath } from './query/filter-sql.js';
 import { missingPredicate, multikeyPredicate, parsePath, rootNavs } from './query/path.js';
 import type { Sql, TransactionSql } from './sql.js';
@@ -40,6 +41,13 @@ export interface IndexRow {
   is_unique: boolean;
   /** Some document's indexed path has crossed an array. */
   multikey: boolean;
+  /** The creation options besides `key` and `unique`, as given (migration 0014). */
+  options: IndexOptions;
+}
+
+/** An index's creation options besides its key and uniqueness; absent when not given. */
+export interface IndexOptions {
+  [option: string]: Json;
 }
 
 export const ID_INDEX_NAME = '_id_';
@@ -69,7 +77,8 @@ export async function findCollection(
   >`
     select w.id as wid, c.id as cid, c.name as cname, c.catalog_version::text as version,
       (select coalesce(jsonb_agg(jsonb_build_object('id', i.id::text, 'name', i.name, 'key', i.key,
-                                                    'is_unique', i.is_unique, 'multikey', i.multikey)
+                                                    'is_unique', i.is_unique, 'multikey', i.multikey,
+                                                    'options', i.options)
                                  order by i.id), '[]')
        from collection_indexes i where i.collection_id = c.id) as indexes
     from workplaces w left join collections c on c.workplace_id = w.id and c.name = ${name}
@@ -173,6 +182,7 @@ export async function createIndex(
   name: string,
   key: IndexKey,
   unique: boolean,
+  options: IndexOptions = {},
 ): Promise<CreateIndexResult> {
   try {
     return await sql.begin(async (tx): Promise<CreateIndexResult> => {
@@ -180,8 +190,8 @@ export async function createIndex(
       await tx`set local statement_timeout = 0`;
       await lockForIndexChange(tx, c);
       const [row] = await tx<{ id: string }[]>`
-        insert into collection_indexes (collection_id, name, key, is_unique)
-        values (${c.id}, ${name}, ${tx.json(key)}, ${unique})
+        insert into collection_indexes (collection_id, name, key, is_unique, options)
+        values (${c.id}, ${name}, ${tx.json(key)}, ${unique}, ${tx.json(options)})
         on conflict do nothing returning id::text as id`;
       if (!row) return { exists: true };
       await addIndexStructures(tx, c.table, row.id, key, unique);
@@ -191,7 +201,9 @@ export async function createIndex(
          where id = $1 returning multikey`,
         [row.id],
       );
-      return { created: { id: row.id, name, key, is_unique: unique, multikey: mk?.multikey ?? true } };
+      return {
+        created: { id: row.id, name, key, is_unique: unique, multikey: mk?.multikey ?? true, options },
+      };
     });
   } catch (err) {
     if ((err as { code?: string }).code === '23505') return { duplicates: true };

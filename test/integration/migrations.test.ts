@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalogMarker, createCollection, createIndex, findCollection } from '../../db/collections.js';
+import { catalogMarker, createCollection, findCollection } from '../../db/collections.js';
 import { countStatement } from '../../db/documents.js';
 import { openEmbedded } from '../../db/embedded.js';
 import { loadMigrations, migrate } from '../../db/migrate.js';
@@ -102,10 +102,16 @@ describe('migration 0008 on a database with collections', () => {
       await migrate(db.sql, dir);
       expect(await createWorkplace(db.sql, 'w', 'wpo_x')).toHaveProperty('created');
       expect(await createCollection(db.sql, 'w', 'c')).toEqual({ created: true });
-      const lookup = await findCollection(db.sql, 'w', 'c');
-      if (!lookup.workplace || !lookup.found) throw new Error('no collection');
-      const c = lookup.found;
-      await createIndex(db.sql, c, 'byTag', [['tag', 1]], false);
+      // An index as version 7 stored one (today's createIndex writes columns added since): its
+      // catalog row and the key columns a count reads.
+      const [ix] = await db.sql<{ id: string; cid: string; wid: string }[]>`
+        insert into collection_indexes (collection_id, name, key, is_unique)
+        select c.id, 'byTag', '[["tag", 1]]', false from collections c where c.name = 'c'
+        returning id::text, collection_id::text as cid,
+          (select workplace_id::text from collections where id = collection_id) as wid`;
+      if (!ix) throw new Error('no index row');
+      await db.sql`select mdb.add_index_field(${`"wp_${ix.wid}"."c_${ix.cid}"`}::regclass, ${`i${ix.id}_0`},
+        array['lax $."tag"']::jsonpath[], null, 'lax $."tag".type() == "array"'::jsonpath)`;
 
       await migrate(db.sql);
       const fresh = await findCollection(db.sql, 'w', 'c');

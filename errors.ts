@@ -240,6 +240,8 @@ export function toAppError(err: unknown, bodyLimit: number): AppError {
         err,
       );
   }
+  // Raised by the statement itself with a message for the user (migration 0017: pipelines).
+  if (code === '22MQ0') return errors.invalidQuery(message);
   // Class 22 (data exception): a value from the request that PostgreSQL cannot take, such as a
   // regex it cannot compile or a string holding \u0000. The message names the value's problem.
   if (/^22[0-9A-Z]{3}$/.test(code)) {

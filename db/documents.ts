@@ -201,7 +201,7 @@ export async function distinctValues(
  * conditions hold whatever is written, and a dropped index's columns fail the statement (42703),
  * which the catalog cache retries.
  */
-function catalogDependentColumns(c: CollectionRef) {
+export function catalogDependentColumns(c: CollectionRef) {
   const lookup = c.paths;
   const columns = {
     dependsOnCatalog: false,

@@ -710,6 +710,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workplaces/{name}/storages/{storage_name}/aggregate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run an aggregation pipeline
+         * @description An addition to the interface: MongoDB's `aggregate(pipeline)`, compiled into one SQL
+         *     statement. Stages: `$match`, `$project`, `$addFields`/`$set`, `$unset`, `$group`
+         *     (accumulators `$sum`, `$avg`, `$min`, `$max`, `$count`, `$first`, `$last`, `$push`,
+         *     `$addToSet`), `$sort`, `$skip`, `$limit`, `$unwind`, `$count`, `$sortByCount`,
+         *     `$replaceRoot`/`$replaceWith`, `$lookup` (the equality form, `from` a collection of the
+         *     same workplace; a collection that does not exist joins nothing) and `$facet`. Leading
+         *     `$match`, `$sort`, `$skip` and `$limit` stages use the collection's indexes as a read does.
+         *     Any other stage or option is a `400` with code `INVALID_QUERY` naming it, as is a run-time
+         *     error MongoDB raises (a `newRoot` that is not a document). Limits: 50 stages (those
+         *     inside `$facet` count), 10,000 result documents (and 10,000 in each `$facet` array; more
+         *     is a `400`: add a `$limit`), 100,000 groups per `$group` (more is a `400`), and the
+         *     statement timeout. Ties of `$sort` keep the order documents came in; `$group` answers
+         *     its groups in BSON order of `_id`. docs/storage.md lists the deviations from MongoDB.
+         */
+        post: operations["aggregateDocuments"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workplaces/{name}/storages/{storage_name}/delete": {
         parameters: {
             query?: never;
@@ -1471,6 +1508,18 @@ export interface components {
         }[];
         QueryRequest: {
             query: components["schemas"]["Query"];
+        };
+        AggregateRequest: {
+            /** @description The stages, each an object with one field naming the stage (`{"$match": {...}}`). */
+            pipeline: {
+                [key: string]: unknown;
+            }[];
+        };
+        AggregateResultEnvelope: {
+            /** @description The output documents; at most 10,000. */
+            result: {
+                [key: string]: unknown;
+            }[];
         };
         DistinctRequest: {
             /** @description The dotted path whose values are returned, e.g. `"item.sku"`. */
@@ -2927,6 +2976,43 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["DistinctResultEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    aggregateDocuments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AggregateRequest"];
+            };
+        };
+        responses: {
+            /** @description The pipeline's output documents, in order. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AggregateResultEnvelope"];
                 };
             };
             400: components["responses"]["BadRequest"];

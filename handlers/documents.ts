@@ -1,3 +1,4 @@
+import { aggregateDocuments as aggregateRows } from '../db/aggregate.js';
 import type { CollectionRef } from '../db/collections.js';
 import {
   countDocuments as countRows,
@@ -16,6 +17,7 @@ import { cursorBinding, decodeCursor, encodeCursor } from '../db/query/cursor.js
 import { type JsonObject, QueryError } from '../db/query/errors.js';
 import { parseFilter } from '../db/query/filter-ast.js';
 import { parsePath } from '../db/query/path.js';
+import { parsePipeline } from '../db/query/pipeline.js';
 import { applyProjection, parseProjection, projectsEverything } from '../db/query/projection.js';
 import { orderKeyCount, parseSort } from '../db/query/sort.js';
 import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../db/query/update.js';
@@ -222,6 +224,14 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     return { status: 200, body: { result: values } };
   };
 
+  const aggregateDocuments: Handler<'aggregateDocuments'> = async ({ params, body }) => {
+    const stages = parsePipeline(body.pipeline);
+    const result = await inCollection(params.name, params.storage_name, (c) =>
+      aggregateRows(sql, params.name, c, stages),
+    );
+    return { status: 200, body: { result } };
+  };
+
   const deleteDocuments: Handler<'deleteDocuments'> = async ({ params, body }) => {
     const filter = parseFilter(body.query);
     const { table, deletedCount } = await inCollection(params.name, params.storage_name, async (c) => ({
@@ -242,6 +252,7 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     findOneAndReplace,
     countDocuments,
     distinctValues,
+    aggregateDocuments,
     deleteDocuments,
     deleteOneDocument,
     findOneAndDelete,

@@ -53,18 +53,18 @@ export function compileOrderKeys(keys: SortKey[], columns: SortColumns, params: 
     const idx = columns.indexed(path);
     const column = dir === 1 ? idx?.key : idx?.desc;
     if (column) parts.push({ sql: column, dir });
-    else {
-      const parsed = parsePath(path);
-      const missing = missingPredicate(parsed);
-      const navsRef = params.jsonpathArray(rootNavs(parsed));
-      parts.push({
-        sql: `mdb.sort_key(doc, ${navsRef}, ${dir}, ${missing ? params.jsonpath(missing) : 'null'})`,
-        dir,
-      });
-    }
+    else parts.push({ sql: documentSortKey(path, dir, params), dir });
   }
   parts.push({ sql: 'id', dir: keys.at(-1)?.dir === -1 ? -1 : 1 });
   return parts;
+}
+
+/** The BSON-order sort key of a path of the row's `doc`, for rows no index covers. */
+export function documentSortKey(path: string, dir: 1 | -1, params: Params): string {
+  const parsed = parsePath(path);
+  const missing = missingPredicate(parsed);
+  const navsRef = params.jsonpathArray(rootNavs(parsed));
+  return `mdb.sort_key(doc, ${navsRef}, ${dir}, ${missing ? params.jsonpath(missing) : 'null'})`;
 }
 
 /** How many expressions compileOrderKeys gives for a sort, known before the catalog is. */

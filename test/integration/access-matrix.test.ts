@@ -35,6 +35,7 @@ const ACCESS: Record<string, 'read' | 'write' | 'admin'> = {
   readDocuments: 'read',
   countDocuments: 'read',
   distinctValues: 'read',
+  aggregateDocuments: 'read',
   createDocuments: 'write',
   updateDocuments: 'write',
   deleteDocuments: 'write',

@@ -303,6 +303,24 @@ const STORAGE_FIELDS: Record<string, [string, [string, unknown][]][]> = {
       ],
     ],
   ],
+  aggregateDocuments: [
+    [
+      'pipeline',
+      [
+        ['an unknown stage', [{ $where: 'sleep(1)' }]],
+        ['a stage with two fields', [{ $match: {}, $limit: 1 }]],
+        ['a hostile $match', [{ $match: { $where: '1' } }]],
+        ['$out', [{ $out: 'x' }]],
+        ['a $lookup pipeline', [{ $lookup: { from: 'x', pipeline: [], as: 'y' } }]],
+        ['a $-prefixed $group field', [{ $group: { _id: null, $x: { $sum: 1 } } }]],
+        ['an undefined variable', [{ $project: { a: '$$NOW_X' } }]],
+        ['51 stages', Array.from({ length: 51 }, () => ({ $skip: 0 }))],
+        ['a $facet in a $facet', [{ $facet: { a: [{ $facet: { b: [] } }] } }]],
+        ['a NUL field name', [{ $project: { 'a\u0000b': 1 } }]],
+        ['a huge $limit', [{ $limit: 1e300 }]],
+      ],
+    ],
+  ],
   deleteDocuments: [['query', HOSTILE_QUERIES]],
   updateDocuments: [
     ['query', HOSTILE_QUERIES],

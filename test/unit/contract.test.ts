@@ -57,7 +57,7 @@ describe('openapi.yaml against SPEC.md and the handlers', () => {
       expect(present, `${method} ${path}`).toContain(`${method} ${path}`);
   });
 
-  it('adds nothing beyond SPEC.md but the health probes, access tokens, OIDC operator tools, distinct and the single-document operations', () => {
+  it('adds nothing beyond SPEC.md but the health probes, access tokens, OIDC operator tools, distinct, aggregate and the single-document operations', () => {
     const specRoutes = new Set(SPEC_ROUTES.map(([m, p]) => `${m} ${p}`));
     const extra = ops.map((o) => `${o.method} ${o.path}`).filter((r) => !specRoutes.has(r));
     expect(extra.sort()).toEqual([
@@ -72,6 +72,7 @@ describe('openapi.yaml against SPEC.md and the handlers', () => {
       'POST /v1/tokens',
       'POST /v1/workplaces/{name}/oidc/keys',
       'POST /v1/workplaces/{name}/oidc/password',
+      'POST /v1/workplaces/{name}/storages/{storage_name}/aggregate',
       'POST /v1/workplaces/{name}/storages/{storage_name}/delete-one',
       'POST /v1/workplaces/{name}/storages/{storage_name}/distinct',
       'POST /v1/workplaces/{name}/storages/{storage_name}/find-one-and-delete',

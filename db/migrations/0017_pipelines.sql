@@ -2,10 +2,11 @@
 -- runs (a $replaceRoot that is not given a document, too many groups) are raised with SQLSTATE
 -- 22MQ0, which the API answers as a 400 INVALID_QUERY carrying the message as it is. They are
 -- volatile so that the planner never folds a call with constant arguments into an error raised
--- while planning, for rows that may never come.
+-- while planning, for rows that may never come; and parallel safe, since a parallel-unsafe
+-- function anywhere in a statement keeps all of it from using parallel workers.
 
 create function mdb.agg_error(message text) returns jsonb
-language plpgsql volatile as $$
+language plpgsql volatile parallel safe as $$
 begin
   raise exception using errcode = '22MQ0', message = message;
 end
@@ -13,7 +14,7 @@ $$;
 
 -- True, or the error `message` when `ok` is not: a limit checked inside the statement.
 create function mdb.agg_check(ok boolean, message text) returns boolean
-language plpgsql volatile as $$
+language plpgsql volatile parallel safe as $$
 begin
   if ok is not true then
     raise exception using errcode = '22MQ0', message = message;
@@ -34,7 +35,7 @@ $$;
 
 -- $replaceRoot's newRoot, which must be a document.
 create function mdb.agg_new_root(v jsonb) returns jsonb
-language plpgsql volatile as $$
+language plpgsql volatile parallel safe as $$
 begin
   if jsonb_typeof(v) = 'object' then
     return v;

@@ -11,6 +11,7 @@
  *   npm run bench -- --embedded                 # embedded PGlite (100,000 documents, no baseline)
  *   npm run bench -- --soak 60                  # RSS over 60 s of sustained reads (the default)
  *   npm run bench -- --docs 100000 --only 'cursor walk'   # every page of a walk with `cursor`, timed
+ *   npm run bench -- --docs 200000 --only '$group'        # aggregate's $group against hand-written SQL
  *   npm run bench -- --cpu-prof DIR             # also a CPU profile of each scenario's measured runs, per server
  *   BENCH_NODE_FLAGS=--trace-gc-nvp npm run bench -- --only lookup   # Node options for both servers
  *
@@ -1110,6 +1111,59 @@ async function runCursorWalk(workplace: string, results: Results): Promise<void>
   ]);
 }
 
+/**
+ * `$group` over the large collection: the API's aggregate against the SQL a developer would write
+ * by hand for it, run on a connection of this process, timed one request at a time in alternating
+ * pairs. Both answers are checked to hold the same groups and counts.
+ */
+async function runGroupAggregate(
+  workplace: string,
+  sql: postgres.Sql | undefined,
+  results: Results,
+): Promise<void> {
+  const scenario = `$group over ${LARGE} documents: aggregate vs hand-written SQL`;
+  const url = `/v1/workplaces/${workplace}/storages/large/aggregate`;
+  const pipeline = [{ $group: { _id: '$city', n: { $sum: 1 }, age: { $avg: '$age' } } }];
+  const lookup = sql ? await findCollection(sql, workplace, 'large') : undefined;
+  const table = lookup?.workplace ? lookup.found?.table : undefined;
+  const handWritten = `select doc->>'city' as city, count(*) as n, avg((doc->>'age')::numeric) as age from ${table} group by 1`;
+  const apiTimes: number[] = [];
+  const baseTimes: number[] = [];
+  let answer: { result: { _id: string; n: number }[] } = { result: [] };
+  let rows: { city: string; n: string }[] = [];
+  const measured = await peakRss(serverPid, async () => {
+    for (let i = 0; i < RUNS; i++) {
+      apiTimes.push(
+        await timeIt(async () => {
+          answer = (await call('POST', url, { pipeline })) as typeof answer;
+        }),
+      );
+      if (sql && table)
+        baseTimes.push(
+          await timeIt(async () => {
+            rows = await sql.unsafe(handWritten);
+          }),
+        );
+    }
+  });
+  const row: Row = { scenario, api: ms(median(apiTimes)), rssPeak: measured.peak, unit: 'ms/request' };
+  if (baseTimes.length) {
+    row.base = ms(median(baseTimes));
+    const byCity = new Map(rows.map((r) => [r.city, Number(r.n)]));
+    const same =
+      answer.result.length === byCity.size && answer.result.every((g) => byCity.get(g._id) === g.n);
+    results.targets.push([
+      'aggregate $group gives the groups and counts of the hand-written SQL',
+      same,
+      `${answer.result.length} groups (hand-written: ${byCity.size})`,
+    ]);
+  }
+  results.rows.push(row);
+  process.stderr.write(
+    `  ${scenario}: ${row.api.mean?.toFixed(0)} ms${row.base ? ` (hand-written ${row.base.mean?.toFixed(0)} ms)` : ''}\n`,
+  );
+}
+
 /** Whatever the run got to: the workplace deleted, the connection closed, both servers stopped. */
 async function cleanUp(workplace: string, sql: postgres.Sql | undefined): Promise<void> {
   if (api) await call('DELETE', `/v1/workplaces/${workplace}`).catch(() => {});
@@ -1141,6 +1195,7 @@ async function main() {
     if (selected('findOneAndUpdate')) await runFindOneAndUpdate(workplace, captured.values, results);
     if (selected('workplace + collection')) await runWorkplaceCycle(results);
     if (selected('cursor walk')) await runCursorWalk(workplace, results);
+    if (selected('$group')) await runGroupAggregate(workplace, sql, results);
     if (selected('OIDC token endpoint')) await runOidcTokenEndpoint(workplace, results);
     if (SOAK > 0 && selected('sustained reads')) await runSustainedReads(workplace, results);
     report(results);

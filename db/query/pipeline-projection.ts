@@ -160,11 +160,18 @@ export function parseProject(raw: Json): StageProjection {
 /** `$addFields`/`$set`: every value is an expression; a nested document names nested fields. */
 export function parseAddFields(raw: Json, stage: string): StageProjection {
   if (!isPlainObject(raw)) throw new QueryError(`${stage} specification stage must be an object.`);
+  if (Object.keys(raw).length === 0)
+    throw new QueryError(`Invalid ${stage} :: caused by :: specification must have at least one field.`);
   const b = new TreeBuilder();
   const walk = (spec: { [k: string]: Json }, prefix: string[]) => {
     for (const key of Object.keys(spec)) {
       const value = getOwn(spec, key) as Json;
       const segments = [...prefix, ...fieldPathSegments(key, stage)];
+      // MongoDB's projection validator refuses it; {"$literal": {}} sets an empty document.
+      if (isPlainObject(value) && Object.keys(value).length === 0)
+        throw new QueryError(
+          `Invalid ${stage} :: caused by :: an empty object is not a valid value. Found empty object at path ${segments.join('.')}.`,
+        );
       if (isSubSpec(value)) walk(value, segments);
       else
         b.add(segments, {

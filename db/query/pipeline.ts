@@ -337,6 +337,7 @@ function parseFacet(arg: Json, state: ParseState): Stage {
     const sub = getOwn(arg, name) as Json;
     if (!Array.isArray(sub))
       throw new QueryError(`Arguments to $facet must be arrays; '${name}' is ${describeValue(sub)}.`);
+    if (sub.length === 0) throw new QueryError(`Sub-pipeline in $facet stage cannot be empty ('${name}').`);
     facets.push([name, parseStages(sub, state, true)]);
   }
   return { kind: 'facet', facets };

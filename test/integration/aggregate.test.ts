@@ -279,9 +279,9 @@ const cases: Case[] = [
     ],
   },
   {
-    name: '$set: a missing value removes the field; {} sets an empty document; numbers are values',
+    name: '$set: a missing value removes the field; $literal {} sets an empty document; numbers are values',
     docs: [d(1, { a: 1, b: 2 })],
-    pipeline: [{ $set: { a: '$nothing', c: {}, n: 0, t: true } }],
+    pipeline: [{ $set: { a: '$nothing', c: { $literal: {} }, n: 0, t: true } }],
     result: [d(1, { b: 2, c: {}, n: 0, t: true })],
   },
   {
@@ -722,7 +722,7 @@ const cases: Case[] = [
   {
     name: '$facet over no documents gives one document of empty arrays',
     docs: [d(1)],
-    pipeline: [{ $match: { x: 1 } }, { $facet: { a: [{ $project: { _id: 1 } }], b: [] } }],
+    pipeline: [{ $match: { x: 1 } }, { $facet: { a: [{ $project: { _id: 1 } }], b: [{ $skip: 0 }] } }],
     result: [{ a: [], b: [] }],
   },
   {
@@ -809,6 +809,16 @@ describe('aggregate refuses what MongoDB refuses, naming it', () => {
     ['$project $-field', [{ $project: { $a: 1 } }], /starting with '\$'/],
     ['an unknown expression operator', [{ $project: { a: { $frob: 1 } } }], /\$frob/],
     ['an undefined variable', [{ $project: { a: '$$nope' } }], /undefined variable '\$\$nope'/],
+    [
+      '$addFields {}',
+      [{ $addFields: {} }],
+      /Invalid \$addFields :: caused by :: specification must have at least one field/,
+    ],
+    [
+      '$set of an empty object',
+      [{ $set: { a: { b: {} } } }],
+      /an empty object is not a valid value. Found empty object at path a\.b/,
+    ],
     ['$unset {}', [{ $unset: {} }], /string or an array/],
     ['$unset of a number', [{ $unset: [1] }], /only string values/],
     ['$group without _id', [{ $group: { n: { $sum: 1 } } }], /must include an _id/],
@@ -890,6 +900,11 @@ describe('aggregate refuses what MongoDB refuses, naming it', () => {
     ],
     ['$facet {}', [{ $facet: {} }], /non-empty object/],
     ['$facet not an array', [{ $facet: { a: {} } }], /must be arrays/],
+    [
+      '$facet empty sub-pipeline',
+      [{ $facet: { a: [] } }],
+      /Sub-pipeline in \$facet stage cannot be empty \('a'\)/,
+    ],
     [
       '$facet inside $facet',
       [{ $facet: { a: [{ $facet: { b: [] } }] } }],
@@ -985,7 +1000,9 @@ describe('aggregate limits', () => {
     const over = await col.call('aggregate', { pipeline: [{ $unwind: '$b' }] });
     expect(over.status, over.text).toBe(400);
     expect(over.body.detail).toMatch(/more than 10000 documents/);
-    const facet = await col.call('aggregate', { pipeline: [{ $unwind: '$b' }, { $facet: { all: [] } }] });
+    const facet = await col.call('aggregate', {
+      pipeline: [{ $unwind: '$b' }, { $facet: { all: [{ $skip: 0 }] } }],
+    });
     expect(facet.status, facet.text).toBe(400);
     expect(facet.body.detail).toMatch(/\$facet output 'all' has more than 10000 documents/);
   }, 60_000);

@@ -124,10 +124,22 @@ describe('$jsonSchema in count, update, delete and the single-document routes (m
     expect(found.status, found.text).toBe(200);
     expect(found.body.result.value).toMatchObject({ _id: 1, b: 'str' });
 
+    // misc_validation.js: distinct with $jsonSchema.
+    await col.insert([
+      { _id: 6, a: 'str' },
+      { _id: 7, a: ['STR', 'str'] },
+    ]);
+    const distinct = await col.call('distinct', {
+      key: 'a',
+      query: { $jsonSchema: { properties: { a: { type: 'number' } } } },
+    });
+    expect(distinct.status, distinct.text).toBe(200);
+    expect(distinct.body.result).toEqual([2, 3]);
+
     const deleted = await col.call('delete', { query: { $jsonSchema: { required: ['b'] } } });
     expect(deleted.status, deleted.text).toBe(200);
     expect(deleted.body.result.deletedCount).toBe(2);
-    expect(await col.ids({ query: {} })).toEqual([3, 4, 5]);
+    expect(await col.ids({ query: {} })).toEqual([3, 4, 5, 6, 7]);
   });
 
   it('is refused where MongoDB bans it: $pull, arrayFilters, the $elemMatch projection', async () => {
@@ -275,38 +287,44 @@ const schemaArb = (ajvSafe: boolean): fc.Arbitrary<JsonObject> =>
 const ajv = new Ajv({ strict: false, allowUnionTypes: true });
 
 describe('differential: SQL, TypeScript and ajv agree on random schemas and documents', () => {
-  it('on the read route', async () => {
-    const col = await freshCollection(t);
-    const docs = fc.sample(docArb, { numRuns: 80, seed: 7 }).map((d, i) => ({ ...d, _id: i }) as JsonObject);
-    await col.insert(docs);
-    let compared = 0;
-    // Runs where the schema told documents apart (neither all nor none matched).
-    let informative = 0;
-    await fc.assert(
-      fc.asyncProperty(
-        fc.boolean().chain((ajvSafe) => fc.tuple(fc.constant(ajvSafe), schemaArb(ajvSafe))),
-        fc.boolean(),
-        async ([ajvSafe, schema], wrap) => {
-          const query = wrap ? { $or: [{ $jsonSchema: schema }, { _id: -1 }] } : { $jsonSchema: schema };
-          const filter = parseFilter(structuredClone(query));
-          const ts = docs.filter((d) => matchFilter(d, filter)).map((d) => d._id);
-          const sql = await col.ids({ query });
-          expect(sql, JSON.stringify(schema)).toEqual(ts);
-          if (ajvSafe) {
-            // The root: ajv validates the document as it is stored, `_id` included.
-            const validate = ajv.compile(schema as object);
-            expect(
-              docs.filter((d) => validate(d)).map((d) => d._id),
-              JSON.stringify(schema),
-            ).toEqual(ts);
-          }
-          compared++;
-          if (ts.length > 0 && ts.length < docs.length) informative++;
-        },
-      ),
-      { numRuns: RUNS, ...FC_SEED },
-    );
-    expect(compared).toBe(RUNS);
-    expect(informative).toBeGreaterThan(RUNS / 5);
-  }, 60_000 + RUNS * 100);
+  it(
+    'on the read route',
+    async () => {
+      const col = await freshCollection(t);
+      const docs = fc
+        .sample(docArb, { numRuns: 80, seed: 7 })
+        .map((d, i) => ({ ...d, _id: i }) as JsonObject);
+      await col.insert(docs);
+      let compared = 0;
+      // Runs where the schema told documents apart (neither all nor none matched).
+      let informative = 0;
+      await fc.assert(
+        fc.asyncProperty(
+          fc.boolean().chain((ajvSafe) => fc.tuple(fc.constant(ajvSafe), schemaArb(ajvSafe))),
+          fc.boolean(),
+          async ([ajvSafe, schema], wrap) => {
+            const query = wrap ? { $or: [{ $jsonSchema: schema }, { _id: -1 }] } : { $jsonSchema: schema };
+            const filter = parseFilter(structuredClone(query));
+            const ts = docs.filter((d) => matchFilter(d, filter)).map((d) => d._id);
+            const sql = await col.ids({ query });
+            expect(sql, JSON.stringify(schema)).toEqual(ts);
+            if (ajvSafe) {
+              // The root: ajv validates the document as it is stored, `_id` included.
+              const validate = ajv.compile(schema as object);
+              expect(
+                docs.filter((d) => validate(d)).map((d) => d._id),
+                JSON.stringify(schema),
+              ).toEqual(ts);
+            }
+            compared++;
+            if (ts.length > 0 && ts.length < docs.length) informative++;
+          },
+        ),
+        { numRuns: RUNS, ...FC_SEED },
+      );
+      expect(compared).toBe(RUNS);
+      expect(informative).toBeGreaterThan(RUNS / 5);
+    },
+    60_000 + RUNS * 100,
+  );
 });

@@ -177,7 +177,23 @@ describe('$jsonSchema in count, update, delete and the single-document routes (m
       expect(res.body.code).toBe('INVALID_QUERY');
       expect(res.body.detail).toMatch(message);
     }
-    // At the limits it runs.
+    // At the limits it runs: the deepest nesting of subqueries, the most conditions.
+    let deepDoc: Json = 1;
+    for (let i = 0; i < 20; i++) deepDoc = [{ a: deepDoc }];
+    let deepArray: Json = 1;
+    for (let i = 0; i < 20; i++) deepArray = [deepArray];
+    await col.insert([{ _id: 1 }, { _id: 2, a: deepDoc }, { _id: 3, a: deepArray }]);
+    for (const kw of ['items', 'additionalProperties', 'not', 'properties']) {
+      let nested: JsonObject = { type: 'number' };
+      for (let i = 0; i < 30; i++)
+        nested = kw === 'properties' ? { properties: { a: nested } } : { [kw]: nested };
+      nested = { properties: { a: nested } };
+      const res = await col.call('read', { query: { $jsonSchema: nested } });
+      expect(res.status, `${kw}: ${res.text}`).toBe(200);
+    }
+    const props = Object.fromEntries(Array.from({ length: 497 }, (_, i) => [`f${i}`, { minimum: i }]));
+    const wide = await col.call('read', { query: { $jsonSchema: { properties: props } } });
+    expect(wide.status, wide.text).toBe(200);
     const big = await col.call('read', {
       query: { $jsonSchema: { enum: Array.from({ length: 1000 }, (_, i) => ({ _id: i })) } },
     });

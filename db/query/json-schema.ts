@@ -118,14 +118,18 @@ function join(at: string, step: string): string {
   return at ? `${at}.${step}` : step;
 }
 
+function tick(state: ParseState): void {
+  if (++state.nodes > MAX_QUERY_NODES)
+    throw new QueryError(`The query has more than ${MAX_QUERY_NODES} conditions (in $jsonSchema).`);
+}
+
 function parseSchema(schema: JsonObject, at: string, state: ParseState, depth: number): Schema {
   if (depth > MAX_QUERY_DEPTH)
     throw new QueryError(`The query is nested deeper than ${MAX_QUERY_DEPTH} levels (in $jsonSchema).`);
   // Each schema and each of its keywords counts as a condition: the SQL grows with both.
-  for (const key of ['', ...Object.keys(schema)]) {
-    if (++state.nodes > MAX_QUERY_NODES)
-      throw new QueryError(`The query has more than ${MAX_QUERY_NODES} conditions (in $jsonSchema).`);
-    if (key === '') continue;
+  tick(state);
+  for (const key of Object.keys(schema)) {
+    tick(state);
     if (KEYWORDS.has(key)) continue;
     if (UNSUPPORTED.has(key)) keywordError(at, key, 'is not currently supported');
     if (NO_JSON_FORM.has(key))

@@ -89,6 +89,16 @@ describe('$jsonSchema on the read route gives MongoDB answers', () => {
     expect(await col.ids({ query: { arr: { $elemMatch: { $jsonSchema: { required: ['b'] } } } } })).toEqual(
       [],
     );
+    // The positional update and projection evaluate the query in TypeScript: the element it matched.
+    const elementQuery = { arr: { $elemMatch: { $jsonSchema: { required: ['a'] } } } };
+    expect(await col.read({ query: elementQuery, fields: { 'arr.$': 1 } })).toEqual([
+      { _id: 3, arr: [{ a: 1 }] },
+    ]);
+    const updated = await col.call('update', { query: elementQuery, doc: { $set: { 'arr.$.a': 2 } } });
+    expect(updated.status, updated.text).toBe(200);
+    expect(await col.read({ query: { _id: 3 }, fields: { arr: 1 } })).toEqual([
+      { _id: 3, arr: [{ a: 2 }, 2] },
+    ]);
   });
 });
 

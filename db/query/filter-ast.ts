@@ -1,5 +1,6 @@
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
 import { describeValue } from './json.js';
+import { parseJsonSchema, type Schema } from './json-schema.js';
 import { type FieldPath, parsePath } from './path.js';
 import { compileRegexJs, translateRegex } from './regex.js';
 
@@ -7,7 +8,8 @@ import { compileRegexJs, translateRegex } from './regex.js';
 export type Filter =
   | { kind: 'all' }
   | { kind: 'and' | 'or' | 'nor'; children: Filter[] }
-  | { kind: 'field'; path: FieldPath; cond: Cond };
+  | { kind: 'field'; path: FieldPath; cond: Cond }
+  | { kind: 'jsonSchema'; schema: Schema };
 
 export type Scalar = null | boolean | number | string;
 
@@ -79,6 +81,11 @@ const TYPE_ALIASES = new Map<string, TypeName>([
 ]);
 const TYPE_CODES = new Map<number, TypeName>(TYPES.map(([, c, t]) => [c, t]));
 
+/** A type alias of `$type` (and `$jsonSchema`'s `bsonType`), or undefined. */
+export function typeAlias(alias: string): TypeName | undefined {
+  return TYPE_ALIASES.get(alias);
+}
+
 export const SUPPORTED_QUERY_OPERATORS = [
   '$eq',
   '$ne',
@@ -105,6 +112,7 @@ export const SUPPORTED_QUERY_OPERATORS = [
   '$bitsAllClear',
   '$bitsAnyClear',
   '$comment',
+  '$jsonSchema',
 ];
 
 export const MAX_QUERY_DEPTH = 32;
@@ -113,6 +121,16 @@ export const MAX_IN_VALUES = 1000;
 
 interface ParseState {
   nodes: number;
+  /** MongoDB's kBanAllSpecialFeatures: no $jsonSchema. */
+  banSpecial?: boolean;
+}
+
+export interface ParseOptions {
+  /**
+   * Where MongoDB bans its special query operators ($jsonSchema): the conditions of $pull,
+   * arrayFilters and the $elemMatch projection.
+   */
+  banSpecial?: boolean;
 }
 
 /**
@@ -124,9 +142,9 @@ export function pinsOneId(filter: Filter): boolean {
   return filter.kind === 'and' && filter.children.some(pinsOneId);
 }
 
-export function parseFilter(query: unknown): Filter {
+export function parseFilter(query: unknown, options: ParseOptions = {}): Filter {
   if (!isPlainObject(query)) throw new QueryError('The query must be a JSON object.');
-  return parseQueryObject(query, { nodes: 0 }, 0);
+  return parseQueryObject(query, { nodes: 0, banSpecial: options.banSpecial }, 0);
 }
 
 function count(state: ParseState) {
@@ -167,9 +185,12 @@ function parseTopLevelOperator(op: string, value: Json, state: ParseState, depth
     }
     case '$comment':
       return { kind: 'all' };
+    case '$jsonSchema':
+      if (state.banSpecial) throw new QueryError('$jsonSchema is not allowed in this context.');
+      return { kind: 'jsonSchema', schema: parseJsonSchema(value, state, depth + 1) };
     default:
       throw new QueryError(
-        `Unknown top-level query operator '${op}'. Supported: $and, $or, $nor, $comment, and field conditions.`,
+        `Unknown top-level query operator '${op}'. Supported: $and, $or, $nor, $comment, $jsonSchema, and field conditions.`,
       );
   }
 }
@@ -394,9 +415,10 @@ function parseOperator(
       if (!isPlainObject(arg)) throw new QueryError(`$elemMatch on '${path.text}' needs an object.`);
       const keys = Object.keys(arg);
       // MongoDB: an object of operators applies to the element itself; otherwise it is a query
-      // on elements that are documents ($and/$or/$nor count as query operators).
+      // on elements that are documents ($and/$or/$nor and $jsonSchema count as query operators).
       const valueForm =
-        keys.length > 0 && keys.every((k) => k.startsWith('$') && !['$and', '$or', '$nor'].includes(k));
+        keys.length > 0 &&
+        keys.every((k) => k.startsWith('$') && !['$and', '$or', '$nor', '$jsonSchema'].includes(k));
       if (valueForm) return { op: 'elemMatchValue', cond: parseOperators(path, arg, state, depth + 1) };
       return { op: 'elemMatch', filter: parseQueryObject(arg, state, depth + 1) };
     }

@@ -1,6 +1,7 @@
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
 import type { Cond, Filter, Scalar } from './filter-ast.js';
 import { getOwn } from './json.js';
+import { matchSchema } from './json-schema.js';
 import { testRegex } from './regex-run.js';
 import { bsonCompare, typeRank } from './update-values.js';
 
@@ -42,6 +43,8 @@ export function matchFilter(doc: Json, filter: Filter, details?: MatchDetails): 
       return !filter.children.some((c) => matchFilter(doc, c));
     case 'field':
       return matchPath(doc, filter.path.segments, filter.cond, details);
+    case 'jsonSchema':
+      return matchSchema(doc, filter.schema);
   }
 }
 
@@ -176,7 +179,7 @@ function testBits(v: Json | undefined, cond: Cond & { op: 'bits' }): boolean {
   return cond.test.startsWith('all') ? cond.positions.every(bit) : cond.positions.some(bit);
 }
 
-function hasType(v: Json, t: string): boolean {
+export function hasType(v: Json, t: string): boolean {
   switch (t) {
     case 'array':
       return Array.isArray(v);

@@ -1,5 +1,6 @@
 import { type Json, QueryError } from './errors.js';
 import type { Cond, Filter, Scalar, TypeName } from './filter-ast.js';
+import { compileSchema } from './json-schema.js';
 import type { Params } from './params.js';
 import { type FieldPath, full, type Nav, navs, nullOrMissing, rootNavs } from './path.js';
 
@@ -125,6 +126,8 @@ class SqlCompiler {
         return `not (${f.children.map((c) => this.filter(c)).join(' or ')})`;
       case 'field':
         return this.cond(f.path, f.cond);
+      case 'jsonSchema':
+        return compileSchema(f.schema, this.doc, this.ctx.params, this.aliases);
     }
   }
 
@@ -392,6 +395,11 @@ export class JsonpathCompiler {
         return `!(${f.children.map((c) => this.filter(root, c)).join(' || ')})`;
       case 'field':
         return this.cond(root, f.path.segments, f.cond);
+      case 'jsonSchema':
+        // Reached only in a query $elemMatch nested in a value one: the others are SQL.
+        throw new QueryError(
+          "$jsonSchema is not supported in an $elemMatch inside another $elemMatch's value condition.",
+        );
     }
   }
 

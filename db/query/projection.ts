@@ -302,6 +302,8 @@ function conditionOn(filter: Filter, field: string): boolean {
       return false;
     case 'field':
       return filter.path.segments[0] === field;
+    case 'jsonSchema':
+      return false;
     default:
       return filter.children.some((c) => conditionOn(c, field));
   }
@@ -319,7 +321,7 @@ function parseElemMatch(ctx: ParseContext, path: string[], arg: Json | undefined
     throw new QueryError(`Cannot specify positional operator and $elemMatch (at path ${text}).`);
   ctx.elemMatch = true;
   // The condition is the filter {field: {$elemMatch: arg}}: same grammar, same limits, same errors.
-  const filter = parseFilter({ [text]: { $elemMatch: arg } });
+  const filter = parseFilter({ [text]: { $elemMatch: arg } }, { banSpecial: true });
   if (filter.kind !== 'field' || (filter.cond.op !== 'elemMatch' && filter.cond.op !== 'elemMatchValue'))
     throw new QueryError(`$elemMatch (projection) at path ${text} has an invalid condition.`);
   return { kind: 'elemMatch', cond: filter.cond };

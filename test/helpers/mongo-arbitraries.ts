@@ -251,6 +251,7 @@ const badOperatorArb: fc.Arbitrary<JsonObject> = fc.oneof(
     { $text: { $search: 'a' } },
     { $near: [0, 0] },
     { $eleMatch: { a: 1 } },
+    { $jsonSchema: {} },
     { $size: -1 },
     { $size: 1.5 },
     { $size: 'a' },
@@ -310,6 +311,40 @@ const badOperatorArb: fc.Arbitrary<JsonObject> = fc.oneof(
   fc.constantFrom(...BAD_REGEXES).map((re) => ({ $regex: re })),
 );
 
+/** `$jsonSchema` arguments: MongoDB's keywords over the generated values, valid or not. */
+const jsonSchemaArb: fc.Arbitrary<JsonObject> = fc.letrec<{ schema: JsonObject }>((tie) => ({
+  schema: fc
+    .array(
+      fc.oneof(
+        { depthSize: 'small', maxDepth: 3, depthIdentifier: 'schema' },
+        fc.tuple(
+          fc.constantFrom('type', 'bsonType'),
+          fc.constantFrom('object', 'number', 'int', 'bool', 'x'),
+        ),
+        fc.tuple(
+          fc.constantFrom(
+            'minimum',
+            'maxLength',
+            'minItems',
+            'maxProperties',
+            'multipleOf',
+            'pattern',
+            'enum',
+          ),
+          valueArb,
+        ),
+        fc.tuple(fc.constantFrom('required', 'allOf', 'items'), fc.array(valueArb, { maxLength: 2 })),
+        fc.tuple(
+          fc.constantFrom('properties', 'patternProperties', 'dependencies'),
+          fc.dictionary(pathArb, tie('schema'), { maxKeys: 2, noNullPrototype: true }),
+        ),
+        fc.tuple(fc.constantFrom('not', 'additionalProperties', 'items'), tie('schema')),
+      ),
+      { maxLength: 3, depthIdentifier: 'schema' },
+    )
+    .map((kws) => Object.fromEntries(kws) as JsonObject),
+})).schema;
+
 /** Bad top-level queries: empty or non-array logical operators, unknown and unsupported operators, bad paths. */
 const badTopLevelArb: fc.Arbitrary<JsonObject> = fc.oneof(
   fc.constantFrom<JsonObject>(
@@ -320,7 +355,10 @@ const badTopLevelArb: fc.Arbitrary<JsonObject> = fc.oneof(
     { $where: 'true' },
     { $expr: { $gt: ['$a', 1] } },
     { $text: { $search: 'a' } },
-    { $jsonSchema: {} },
+    { $jsonSchema: { $ref: '#/definitions/a' } },
+    { $jsonSchema: { properties: { a: { type: 'integer' } } } },
+    { $jsonSchema: { enum: [] } },
+    { $jsonSchema: 'object' },
     { 'a.0.0.0.0.0': 1 },
   ),
   badPathArb.map((p) => ({ [p]: 1 })),
@@ -349,6 +387,7 @@ export const filterArbs = fc.letrec<{ query: JsonObject; cond: Json; ops: JsonOb
             .map(([op, list, fields]) => ({ ...fields, [op]: list })),
         },
         { weight: 1, arbitrary: tie('cond').map((c) => ({ $comment: 'fuzz', a: c })) },
+        { weight: 1, arbitrary: jsonSchemaArb.map((schema) => ({ $jsonSchema: schema })) },
         { weight: 1, arbitrary: badTopLevelArb },
       ),
       // A field's condition: a literal (equality, also with documents and arrays) or operators.

@@ -228,6 +228,13 @@ const HOSTILE_QUERIES: [string, unknown][] = [
   ['a field path with an empty segment', { 'a..b': 1 }],
   ['a field path 1,025 characters long', { ['a'.repeat(1025)]: 1 }],
   ['NUL in a regex', { email: { $regex: 'a\u0000' } }],
+  ['$jsonSchema with $ref', { $jsonSchema: { properties: { email: { $ref: '#/definitions/e' } } } }],
+  [
+    '$jsonSchema nested 40 deep',
+    { $jsonSchema: Array.from({ length: 40 }).reduce<unknown>((s) => ({ not: s }), {}) },
+  ],
+  ['$jsonSchema enum of 1,001 values', { $jsonSchema: { enum: Array.from({ length: 1001 }, (_, i) => i) } }],
+  ['$jsonSchema with an unbalanced pattern', { $jsonSchema: { properties: { email: { pattern: '(' } } } }],
 ];
 
 const HOSTILE_UPDATES: [string, unknown][] = [

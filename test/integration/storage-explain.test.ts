@@ -76,6 +76,13 @@ describe(`with an index and ${DOCS} documents, the planner uses it`, () => {
     if (!('_id' in query)) expect(plan, plan).not.toMatch(/Filter:/);
   });
 
+  it('$jsonSchema beside an indexed range: the index finds the documents, the schema checks them', async () => {
+    const schema = { required: ['s'], properties: { s: { pattern: '^name' } } };
+    const plan = await planOf({ n: { $gte: 100, $lt: 120 }, $jsonSchema: schema });
+    expect(plan, plan).toMatch(/Index Cond: \(\(i\d+_0_a >= /);
+    expect(plan, plan).not.toMatch(/Seq Scan/);
+  });
+
   it('counts a condition its keys decide from the index alone, once the table is vacuumed', async () => {
     const plan = await planOf({ n: { $gte: 100, $lt: 5000 } }, undefined, 'count');
     expect(plan, plan).toMatch(/Index Only Scan using x\d+_a/);

@@ -1,4 +1,5 @@
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
+import { type Expr, parseExpression } from './expr.js';
 import { describeValue } from './json.js';
 import { type FieldPath, parsePath } from './path.js';
 import { compileRegexJs, translateRegex } from './regex.js';
@@ -7,7 +8,9 @@ import { compileRegexJs, translateRegex } from './regex.js';
 export type Filter =
   | { kind: 'all' }
   | { kind: 'and' | 'or' | 'nor'; children: Filter[] }
-  | { kind: 'field'; path: FieldPath; cond: Cond };
+  | { kind: 'field'; path: FieldPath; cond: Cond }
+  /** `$expr`: an aggregation expression on the whole document, true where it is truthy. */
+  | { kind: 'expr'; expr: Expr };
 
 export type Scalar = null | boolean | number | string;
 
@@ -105,6 +108,7 @@ export const SUPPORTED_QUERY_OPERATORS = [
   '$bitsAllClear',
   '$bitsAnyClear',
   '$comment',
+  '$expr',
 ];
 
 export const MAX_QUERY_DEPTH = 32;
@@ -113,6 +117,13 @@ export const MAX_IN_VALUES = 1000;
 
 interface ParseState {
   nodes: number;
+  /** Why `$expr` is refused here, where it is: it applies only to a whole document. */
+  noExpr?: string;
+}
+
+export interface FilterOptions {
+  /** Refuses `$expr`, naming the place: filters on array elements ($pull, arrayFilters). */
+  noExpr?: string;
 }
 
 /**
@@ -124,9 +135,9 @@ export function pinsOneId(filter: Filter): boolean {
   return filter.kind === 'and' && filter.children.some(pinsOneId);
 }
 
-export function parseFilter(query: unknown): Filter {
+export function parseFilter(query: unknown, options: FilterOptions = {}): Filter {
   if (!isPlainObject(query)) throw new QueryError('The query must be a JSON object.');
-  return parseQueryObject(query, { nodes: 0 }, 0);
+  return parseQueryObject(query, { nodes: 0, ...options }, 0);
 }
 
 function count(state: ParseState) {
@@ -167,9 +178,12 @@ function parseTopLevelOperator(op: string, value: Json, state: ParseState, depth
     }
     case '$comment':
       return { kind: 'all' };
+    case '$expr':
+      if (state.noExpr !== undefined) throw new QueryError(`$expr is not allowed ${state.noExpr}.`);
+      return { kind: 'expr', expr: parseExpression(value, '$expr') };
     default:
       throw new QueryError(
-        `Unknown top-level query operator '${op}'. Supported: $and, $or, $nor, $comment, and field conditions.`,
+        `Unknown top-level query operator '${op}'. Supported: $and, $or, $nor, $expr, $comment, and field conditions.`,
       );
   }
 }
@@ -394,11 +408,19 @@ function parseOperator(
       if (!isPlainObject(arg)) throw new QueryError(`$elemMatch on '${path.text}' needs an object.`);
       const keys = Object.keys(arg);
       // MongoDB: an object of operators applies to the element itself; otherwise it is a query
-      // on elements that are documents ($and/$or/$nor count as query operators).
+      // on elements that are documents ($and/$or/$nor/$expr count as query operators).
       const valueForm =
-        keys.length > 0 && keys.every((k) => k.startsWith('$') && !['$and', '$or', '$nor'].includes(k));
+        keys.length > 0 &&
+        keys.every((k) => k.startsWith('$') && !['$and', '$or', '$nor', '$expr'].includes(k));
       if (valueForm) return { op: 'elemMatchValue', cond: parseOperators(path, arg, state, depth + 1) };
-      return { op: 'elemMatch', filter: parseQueryObject(arg, state, depth + 1) };
+      // MongoDB: "$expr can only be applied to the top-level document".
+      const outer = state.noExpr;
+      state.noExpr = 'inside $elemMatch: it can only be applied to the top-level document';
+      try {
+        return { op: 'elemMatch', filter: parseQueryObject(arg, state, depth + 1) };
+      } finally {
+        state.noExpr = outer;
+      }
     }
     case '$regex': {
       if (typeof arg !== 'string') throw new QueryError(`$regex on '${path.text}' needs a string pattern.`);

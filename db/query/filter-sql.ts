@@ -1,4 +1,6 @@
 import { type Json, QueryError } from './errors.js';
+import { compileExpression } from './expr.js';
+import { truthySql } from './expr-sql.js';
 import type { Cond, Filter, Scalar, TypeName } from './filter-ast.js';
 import type { Params } from './params.js';
 import { type FieldPath, full, type Nav, navs, nullOrMissing, rootNavs } from './path.js';
@@ -125,6 +127,9 @@ class SqlCompiler {
         return `not (${f.children.map((c) => this.filter(c)).join(' or ')})`;
       case 'field':
         return this.cond(f.path, f.cond);
+      case 'expr':
+        // Only ever on the row's document: parseFilter refuses $expr inside $elemMatch.
+        return truthySql(compileExpression(f.expr, { params: this.ctx.params, current: this.doc }));
     }
   }
 
@@ -392,6 +397,8 @@ export class JsonpathCompiler {
         return `!(${f.children.map((c) => this.filter(root, c)).join(' || ')})`;
       case 'field':
         return this.cond(root, f.path.segments, f.cond);
+      case 'expr':
+        throw new QueryError('$expr can only be applied to the top-level document.');
     }
   }
 

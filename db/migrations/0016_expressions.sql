@@ -394,22 +394,25 @@ begin
 end
 $$;
 
--- $trim, $ltrim, $rtrim; without `chars`, MongoDB's whitespace (JSONB holds no \u0000).
-create function mdb.expr_trim(op text, a jsonb, chars jsonb) returns jsonb
+-- $trim, $ltrim, $rtrim; without `chars` (not given: `given` false), MongoDB's whitespace (JSONB
+-- holds no \u0000). MongoDB checks the input before `chars`.
+create function mdb.expr_trim(op text, a jsonb, chars jsonb, given boolean) returns jsonb
 language plpgsql volatile parallel safe as $$
 declare
   s text;
   c text := E' \t\n\u000b\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000';
 begin
-  if a is null or a = 'null'::jsonb or chars = 'null'::jsonb then
+  if a is null or a = 'null'::jsonb then
     return 'null'::jsonb;
   elsif jsonb_typeof(a) <> 'string' then
     return mdb.expr_fail(op || ' requires its input to be a string, not ' || mdb.expr_type(a));
-  elsif chars is not null and jsonb_typeof(chars) <> 'string' then
+  elsif given and (chars is null or chars = 'null'::jsonb) then
+    return 'null'::jsonb;
+  elsif given and jsonb_typeof(chars) <> 'string' then
     return mdb.expr_fail(op || ' requires ''chars'' to be a string, not ' || mdb.expr_type(chars));
   end if;
   s := a #>> '{}';
-  if chars is not null then
+  if given then
     c := chars #>> '{}';
   end if;
   return to_jsonb(case op when '$ltrim' then ltrim(s, c) when '$rtrim' then rtrim(s, c) else btrim(s, c) end);

@@ -148,8 +148,9 @@ const WHITESPACE =
   ' \t\n\u000b\f\r\u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000';
 
 function trim(op: string, a: Value, chars: Value | typeof NO_CHARS): Value {
-  if (isNullish(a) || chars === null) return null;
+  if (isNullish(a)) return null;
   if (typeof a !== 'string') fail(`${op} requires its input to be a string, not ${typeName(a)}`);
+  if (chars !== NO_CHARS && isNullish(chars)) return null;
   if (chars !== NO_CHARS && typeof chars !== 'string')
     fail(`${op} requires 'chars' to be a string, not ${typeName(chars)}`);
   const set = new Set(chars === NO_CHARS ? WHITESPACE : chars);

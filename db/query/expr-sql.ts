@@ -90,7 +90,7 @@ export function compileOperator(
     case '$trim':
     case '$ltrim':
     case '$rtrim':
-      return `mdb.expr_trim(${name}, ${a}, ${b ?? 'null::jsonb'})`;
+      return `mdb.expr_trim(${name}, ${a}, ${b ?? 'null::jsonb'}, ${b !== undefined})`;
     case '$split':
       return `mdb.expr_split(${a}, ${b})`;
     case '$indexOfCP':

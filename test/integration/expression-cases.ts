@@ -306,6 +306,8 @@ export const EXPRESSION_CASES: Record<string, ExpressionCase[]> = {
     [{ $trim: { input: 'xxaxx', chars: 'x' } }, 'a'],
     [{ $trim: { input: null } }, null],
     [{ $trim: { input: 'a', chars: null } }, null],
+    [{ $trim: { input: 'a', chars: '$missing' } }, null],
+    [{ $trim: { input: 1, chars: null } }, error('$trim requires its input to be a string, not int')],
     [{ $trim: { input: 1 } }, error('$trim requires its input to be a string, not int')],
     [{ $trim: { chars: 'x' } }, error("$trim requires an 'input' field")],
   ],

@@ -213,12 +213,14 @@ export const EXPRESSION_CASES: Record<string, ExpressionCase[]> = {
     [{ $and: ['$missing'] }, false],
     [{ $and: [null, true] }, false],
     [{ $and: [false, { $divide: [1, 0] }] }, false],
+    [{ $and: ['$missing', { $divide: [1, 0] }] }, false],
   ],
   $or: [
     [{ $or: [] }, false],
     [{ $or: [0, '$s'] }, true],
     [{ $or: [false, null, '$missing'] }, false],
     [{ $or: [true, { $divide: [1, 0] }] }, true],
+    [{ $or: ['$t', { $sqrt: -1 }] }, true],
   ],
   $not: [
     [{ $not: [0] }, true],
@@ -230,6 +232,9 @@ export const EXPRESSION_CASES: Record<string, ExpressionCase[]> = {
     [{ $cond: [{ $gte: ['$a', 5] }, 30, 20] }, 30],
     [{ $cond: { if: false, then: 1, else: 2 } }, 2],
     [{ $cond: [true, 1, { $divide: [1, 0] }] }, 1],
+    // An argument not taken is never evaluated, also where it is constant (the SQL must not
+    // compute it while planning).
+    [{ $cond: ['$t', 1, { $divide: [1, 0] }] }, 1],
     [{ $cond: ['$missing', 1, '$missing'] }, MISSING],
     [{ $cond: { if: true, then: 1 } }, error("Missing 'else' parameter to $cond")],
     [{ $cond: { if: true, then: 1, else: 2, x: 3 } }, error('Unrecognized parameter to $cond: x')],
@@ -238,6 +243,7 @@ export const EXPRESSION_CASES: Record<string, ExpressionCase[]> = {
     [{ $ifNull: ['$missing', 'Unspecified'] }, 'Unspecified'],
     [{ $ifNull: ['$n', '$missing', 3] }, 3],
     [{ $ifNull: ['$a', 0] }, 5],
+    [{ $ifNull: ['$a', { $ln: 0 }] }, 5],
     [{ $ifNull: ['$n', '$missing'] }, MISSING],
     [{ $ifNull: ['$missing', null] }, null],
     [{ $ifNull: ['$a'] }, error('$ifNull needs at least two arguments, had: 1')],
@@ -256,6 +262,7 @@ export const EXPRESSION_CASES: Record<string, ExpressionCase[]> = {
       'five',
     ],
     [{ $switch: { branches: [{ case: false, then: 1 }], default: '$a' } }, 5],
+    [{ $switch: { branches: [{ case: '$t', then: 1 }], default: { $ln: 0 } } }, 1],
     [
       { $switch: { branches: [{ case: false, then: 1 }] } },
       error('$switch could not find a matching branch for an input, and no default was specified'),
@@ -289,6 +296,7 @@ export const EXPRESSION_CASES: Record<string, ExpressionCase[]> = {
     [{ $substrCP: ['$s', 0, 5] }, 'Hello'],
     [{ $substrCP: ['$u', 1, 3] }, 'éll'],
     [{ $substrCP: ['abc', 5, 1] }, ''],
+    [{ $substrCP: ['😀x', 0, 1] }, '😀'],
     [{ $substrCP: [null, 0, 1] }, ''],
     [{ $substrCP: ['$s', -1, 2] }, error('$substrCP: the starting index must be a nonnegative integer')],
     [{ $substrCP: ['$s', 0.5, 1] }, error('$substrCP: the starting index must be an integer, found: double')],

@@ -68,6 +68,12 @@ const docArb = fc.record(
 );
 const docsArb = fc.array(docArb, { minLength: 1, maxLength: 4 });
 
+/** Positions in strings: mostly valid ones, which reach the code points beyond one UTF-16 unit. */
+const indexArb = fc.oneof(
+  { weight: 5, arbitrary: fc.constantFrom(0, 1, 2, 3) },
+  fc.constantFrom(-1, 1.5, 100),
+);
+
 const PATHS = ['$a', '$b', '$n', '$s', '$arr', '$docs', '$docs.k', '$a.k', '$missing', '$$ROOT'];
 
 const UNARY = [
@@ -128,9 +134,9 @@ const exprArb: fc.Arbitrary<Json> = fc.letrec<{ expr: Json; op: Json }>((tie) =>
       // biome-ignore lint/suspicious/noThenProperty: $switch's branches name an argument `then`.
       $switch: { branches: [{ case: c, then: x }], default: d },
     })),
-    fc.tuple(tie('expr'), numberArb, numberArb).map(([s, i, n]) => ({ $substrCP: [s, i, n] })),
+    fc.tuple(tie('expr'), indexArb, indexArb).map(([s, i, n]) => ({ $substrCP: [s, i, n] })),
     fc
-      .tuple(tie('expr'), fc.constantFrom('a', '-', ''), numberArb)
+      .tuple(tie('expr'), fc.constantFrom('a', '-', '', 'x'), indexArb)
       .map(([s, x, i]) => ({ $indexOfCP: [s, x, i] })),
     fc
       .tuple(fc.constantFrom('$trim', '$ltrim', '$rtrim'), tie('expr'), fc.option(tie('expr')))

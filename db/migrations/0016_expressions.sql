@@ -299,7 +299,9 @@ begin
 end
 $$;
 
--- $concat: null if an operand is null or missing; a non-string before it is an error.
+-- $concat: null if an operand is null or missing; a non-string before it is an error. A result is
+-- at most 16 MiB (MongoDB's largest value): a few hundred parts doubling a long string would
+-- otherwise build one of gigabytes.
 create function mdb.expr_concat(args jsonb[]) returns jsonb
 language plpgsql volatile parallel safe as $$
 declare
@@ -313,6 +315,9 @@ begin
       return mdb.expr_fail('$concat only supports strings, not ' || mdb.expr_type(a));
     end if;
     out := out || (a #>> '{}');
+    if octet_length(out) > 16777216 then
+      return mdb.expr_fail('$concat''s result would be larger than 16 MiB');
+    end if;
   end loop;
   return to_jsonb(out);
 end

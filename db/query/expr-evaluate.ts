@@ -201,6 +201,8 @@ function elemAt(a: Value, i: Value): Value {
   return a[n < 0 ? a.length + n : n];
 }
 
+const MAX_STRING_BYTES = 16 * 1024 * 1024;
+
 const LOWER_ASCII = /[a-z]/g;
 const UPPER_ASCII = /[A-Z]/g;
 
@@ -274,6 +276,9 @@ export function evaluateOperator(e: Expr & { kind: 'op' }, evaluate: (e: Expr) =
         if (isNullish(x)) return null;
         if (typeof x !== 'string') fail(`$concat only supports strings, not ${typeName(x)}`);
         out += x;
+        // mdb.expr_concat's bound, in UTF-8 bytes (a UTF-16 unit is at most 3 of them).
+        if (out.length > MAX_STRING_BYTES / 3 && Buffer.byteLength(out) > MAX_STRING_BYTES)
+          fail("$concat's result would be larger than 16 MiB");
       }
       return out;
     }

@@ -25,6 +25,7 @@ export const DOC: JsonObject = {
   docs: [{ k: 1 }, { k: 2 }, { j: 3 }],
   t: true,
   str5: '5',
+  long: 'x'.repeat(40_000),
   big: 1e300,
   tiny: 1e-300,
 };
@@ -279,6 +280,11 @@ export const EXPRESSION_CASES: Record<string, ExpressionCase[]> = {
     [{ $concat: ['$s', null] }, null],
     [{ $concat: ['$s', '$missing'] }, null],
     [{ $concat: ['$s', 1] }, error('$concat only supports strings, not int')],
+    [
+      // 585 parts, within the limit of 1,000; 512 copies of a 40,000-character field.
+      Array.from({ length: 3 }).reduce<Json>((e) => ({ $concat: [e, e, e, e, e, e, e, e] }), '$long'),
+      error("$concat's result would be larger than 16 MiB"),
+    ],
   ],
   $toLower: [
     [{ $toLower: '$s' }, 'hello world'],
@@ -434,7 +440,7 @@ export const CASES: [name: string, expr: Json, expected: Expected][] = Object.en
   EXPRESSION_CASES,
 ).flatMap(([op, cases]) =>
   cases.map(([expr, expected]): [string, Json, Expected] => [
-    `${op}: ${JSON.stringify(expr)}`,
+    `${op}: ${JSON.stringify(expr).slice(0, 150)}`,
     expr,
     expected,
   ]),

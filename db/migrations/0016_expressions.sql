@@ -135,7 +135,8 @@ create function mdb.expr_fold(op text, args jsonb[]) returns jsonb
 language plpgsql volatile parallel safe as $$
 declare
   a jsonb;
-  acc jsonb := case when op = '$add' then '0'::jsonb else '1'::jsonb end;
+  y float8;
+  acc float8 := case when op = '$add' then 0 else 1 end;
 begin
   foreach a in array args loop
     if a is null or a = 'null'::jsonb then
@@ -144,9 +145,19 @@ begin
       return mdb.expr_fail(op || ' only supports numeric' || case when op = '$add' then ' or date' else '' end
         || ' types, not ' || mdb.expr_type(a));
     end if;
-    acc := mdb.expr_float(op, case when op = '$add' then '+' else '*' end, acc::float8, a::float8);
+    y := a::float8;
+    -- Within these bounds nothing overflows or underflows: PostgreSQL's arithmetic, without a
+    -- call of expr_float per operand (each plpgsql call costs more than the arithmetic).
+    if op = '$add' and abs(acc) <= 8e307 and abs(y) <= 8e307 then
+      acc := acc + y;
+    elsif op = '$multiply' and (acc = 0 or y = 0
+        or (greatest(abs(acc), abs(y)) <= 1e150 and least(abs(acc), abs(y)) >= 1e-150)) then
+      acc := acc * y;
+    else
+      acc := mdb.expr_float(op, case when op = '$add' then '+' else '*' end, acc, y)::float8;
+    end if;
   end loop;
-  return acc;
+  return to_jsonb(acc);
 end
 $$;
 
@@ -179,11 +190,17 @@ begin
   end if;
   x := a::float8;
   y := b::float8;
+  -- The bounds of expr_fold's fast path.
   if op = '$subtract' then
+    if abs(x) <= 8e307 and abs(y) <= 8e307 then
+      return to_jsonb(x - y);
+    end if;
     return mdb.expr_float(op, '-', x, y);
   elsif op = '$divide' then
     if y = 0 then
       return mdb.expr_fail('can''t $divide by zero');
+    elsif x = 0 or (greatest(abs(x), abs(y)) <= 1e150 and least(abs(x), abs(y)) >= 1e-150) then
+      return to_jsonb(x / y);
     end if;
     return mdb.expr_float(op, '/', x, y);
   elsif op = '$mod' then
@@ -226,9 +243,9 @@ begin
   end if;
   x := a::float8;
   case op
-    when '$abs' then return mdb.expr_double(op, abs(x));
-    when '$ceil' then return mdb.expr_double(op, ceil(x));
-    when '$floor' then return mdb.expr_double(op, floor(x));
+    when '$abs' then return to_jsonb(abs(x));
+    when '$ceil' then return to_jsonb(ceil(x));
+    when '$floor' then return to_jsonb(floor(x));
     when '$sqrt' then
       if x < 0 then
         return mdb.expr_fail('$sqrt''s argument must be greater than or equal to 0');

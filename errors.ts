@@ -227,6 +227,10 @@ export function toAppError(err: unknown, bodyLimit: number): AppError {
       return errors.invalidJson(message);
     case '23505':
       return new AppError(409, 'DUPLICATE_KEY', 'A unique key is already taken.', { cause: err });
+    case 'MQ400':
+      // An expression operator's error raised in SQL (migration 0016's mdb.expr_fail): MongoDB's
+      // message, the same one the TypeScript evaluation throws as a QueryError.
+      return errors.invalidQuery(message);
     case 'DB_DEADLINE_EXCEEDED':
       return errors.serviceUnavailable(
         (err as { sent?: boolean }).sent

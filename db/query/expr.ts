@@ -1,6 +1,9 @@
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
+import { evaluateOperator } from './expr-evaluate.js';
+import { EXPRESSION_OPERATORS } from './expr-operators.js';
+import { compileOperator } from './expr-sql.js';
 import { getOwn } from './json.js';
-import type { Params } from './params.js';
+import { type Params, toArrayLiteral } from './params.js';
 import { splitPath } from './path.js';
 
 /**
@@ -102,22 +105,18 @@ function parseFieldPath(text: string, where: string, state: ParseState): Expr {
   return { kind: 'path', variable, segments };
 }
 
-/**
- * The operators, each parsing its operand into `args`. Filled in by the expression operators'
- * module; an operator not here is refused with the list of those that are.
- */
-const OPERATORS = new Map<string, (operand: Json, where: string, parseArg: (raw: unknown) => Expr) => Expr[]>(
-  [['$literal', (operand) => [{ kind: 'literal', value: operand }]]],
-);
-
 function parseOperator(op: string, operand: Json, where: string, state: ParseState, depth: number): Expr {
-  const parseArgs = OPERATORS.get(op);
+  if (op === '$literal') return { kind: 'literal', value: operand };
+  const parseArgs = EXPRESSION_OPERATORS.get(op);
   if (!parseArgs)
     throw new QueryError(
-      `Unknown or unsupported expression operator '${op}' in ${where}. Supported: ${[...OPERATORS.keys()].join(', ')}.`,
+      `Unknown or unsupported expression operator '${op}' in ${where}. Supported: $literal, ${[...EXPRESSION_OPERATORS.keys()].join(', ')}.`,
     );
-  if (op === '$literal') return { kind: 'literal', value: operand };
-  return { kind: 'op', op, args: parseArgs(operand, where, (r) => parse(r, where, state, depth + 1)) };
+  return {
+    kind: 'op',
+    op,
+    args: parseArgs<Expr>(operand, where, (r) => parse(r, where, state, depth + 1), op),
+  };
 }
 
 export interface ExprContext {
@@ -140,7 +139,7 @@ export function compileExpression(e: Expr, ctx: ExprContext): string {
       // One segment cannot cross an array below the document, so `->` is exact there.
       if (e.segments.length === 1 && e.variable === 'CURRENT')
         return `(${base} -> ${ctx.params.text(e.segments[0] as string)})`;
-      return `mdb.expr_get(${base}, ${ctx.params.text(toTextArray(e.segments))}::text[])`;
+      return `mdb.expr_get(${base}, ${ctx.params.text(toArrayLiteral(e.segments))}::text[])`;
     }
     case 'object': {
       if (e.fields.length === 0) return `'{}'::jsonb`;
@@ -154,12 +153,8 @@ export function compileExpression(e: Expr, ctx: ExprContext): string {
       // A missing element is null in an array, as in MongoDB.
       return `jsonb_build_array(${e.items.map((i) => `coalesce(${compileExpression(i, ctx)}, 'null'::jsonb)`).join(', ')})`;
     case 'op':
-      throw new QueryError(`The expression operator '${e.op}' cannot be compiled yet.`);
+      return compileOperator(e, ctx, (arg) => compileExpression(arg, ctx));
   }
-}
-
-function toTextArray(items: string[]): string {
-  return `{${items.map((s) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`).join(',')}}`;
 }
 
 /** The value of an expression over a document; `undefined` where it is missing. */
@@ -186,7 +181,7 @@ export function evaluateExpression(
     case 'array':
       return e.items.map((i) => evaluateExpression(i, current, variables) ?? null);
     case 'op':
-      throw new QueryError(`The expression operator '${e.op}' cannot be evaluated yet.`);
+      return evaluateOperator(e, (arg) => evaluateExpression(arg, current, variables));
   }
 }
 

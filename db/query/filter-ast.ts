@@ -1,4 +1,5 @@
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
+import { type Expr, parseExpression } from './expr.js';
 import { describeValue } from './json.js';
 import { parseJsonSchema, type Schema } from './json-schema.js';
 import { type FieldPath, parsePath } from './path.js';
@@ -9,7 +10,9 @@ export type Filter =
   | { kind: 'all' }
   | { kind: 'and' | 'or' | 'nor'; children: Filter[] }
   | { kind: 'field'; path: FieldPath; cond: Cond }
-  | { kind: 'jsonSchema'; schema: Schema };
+  | { kind: 'jsonSchema'; schema: Schema }
+  /** `$expr`: an aggregation expression on the whole document, true where it is truthy. */
+  | { kind: 'expr'; expr: Expr };
 
 export type Scalar = null | boolean | number | string;
 
@@ -113,6 +116,7 @@ export const SUPPORTED_QUERY_OPERATORS = [
   '$bitsAnyClear',
   '$comment',
   '$jsonSchema',
+  '$expr',
 ];
 
 export const MAX_QUERY_DEPTH = 32;
@@ -123,6 +127,8 @@ interface ParseState {
   nodes: number;
   /** MongoDB's kBanAllSpecialFeatures: no $jsonSchema. */
   banSpecial?: boolean;
+  /** Why `$expr` is refused here, where it is: it applies only to a whole document. */
+  noExpr?: string;
 }
 
 export interface ParseOptions {
@@ -131,6 +137,8 @@ export interface ParseOptions {
    * arrayFilters and the $elemMatch projection.
    */
   banSpecial?: boolean;
+  /** Refuses `$expr`, naming the place: filters on array elements ($pull, arrayFilters). */
+  noExpr?: string;
 }
 
 /**
@@ -144,7 +152,7 @@ export function pinsOneId(filter: Filter): boolean {
 
 export function parseFilter(query: unknown, options: ParseOptions = {}): Filter {
   if (!isPlainObject(query)) throw new QueryError('The query must be a JSON object.');
-  return parseQueryObject(query, { nodes: 0, banSpecial: options.banSpecial }, 0);
+  return parseQueryObject(query, { nodes: 0, ...options }, 0);
 }
 
 function count(state: ParseState) {
@@ -188,9 +196,12 @@ function parseTopLevelOperator(op: string, value: Json, state: ParseState, depth
     case '$jsonSchema':
       if (state.banSpecial) throw new QueryError('$jsonSchema is not allowed in this context.');
       return { kind: 'jsonSchema', schema: parseJsonSchema(value, state, depth + 1) };
+    case '$expr':
+      if (state.noExpr !== undefined) throw new QueryError(`$expr is not allowed ${state.noExpr}.`);
+      return { kind: 'expr', expr: parseExpression(value, '$expr') };
     default:
       throw new QueryError(
-        `Unknown top-level query operator '${op}'. Supported: $and, $or, $nor, $comment, $jsonSchema, and field conditions.`,
+        `Unknown top-level query operator '${op}'. Supported: $and, $or, $nor, $expr, $jsonSchema, $comment, and field conditions.`,
       );
   }
 }
@@ -415,12 +426,19 @@ function parseOperator(
       if (!isPlainObject(arg)) throw new QueryError(`$elemMatch on '${path.text}' needs an object.`);
       const keys = Object.keys(arg);
       // MongoDB: an object of operators applies to the element itself; otherwise it is a query
-      // on elements that are documents ($and/$or/$nor and $jsonSchema count as query operators).
+      // on elements that are documents ($and/$or/$nor, $jsonSchema and $expr count as query operators).
       const valueForm =
         keys.length > 0 &&
-        keys.every((k) => k.startsWith('$') && !['$and', '$or', '$nor', '$jsonSchema'].includes(k));
+        keys.every((k) => k.startsWith('$') && !['$and', '$or', '$nor', '$jsonSchema', '$expr'].includes(k));
       if (valueForm) return { op: 'elemMatchValue', cond: parseOperators(path, arg, state, depth + 1) };
-      return { op: 'elemMatch', filter: parseQueryObject(arg, state, depth + 1) };
+      // MongoDB: "$expr can only be applied to the top-level document".
+      const outer = state.noExpr;
+      state.noExpr = 'inside $elemMatch: it can only be applied to the top-level document';
+      try {
+        return { op: 'elemMatch', filter: parseQueryObject(arg, state, depth + 1) };
+      } finally {
+        state.noExpr = outer;
+      }
     }
     case '$regex': {
       if (typeof arg !== 'string') throw new QueryError(`$regex on '${path.text}' needs a string pattern.`);

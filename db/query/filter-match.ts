@@ -1,9 +1,11 @@
-import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
+import { isPlainObject, type Json, QueryError } from './errors.js';
+import { evaluateExpression } from './expr.js';
+import { truthy } from './expr-evaluate.js';
 import type { Cond, Filter, Scalar } from './filter-ast.js';
 import { getOwn } from './json.js';
 import { matchSchema } from './json-schema.js';
 import { testRegex } from './regex-run.js';
-import { bsonCompare, typeRank } from './update-values.js';
+import { bsonCompare, jsonbKeys, typeRank } from './update-values.js';
 
 /**
  * A parsed filter evaluated on one JSON value, for the projections that depend on a match: the
@@ -45,6 +47,8 @@ export function matchFilter(doc: Json, filter: Filter, details?: MatchDetails): 
       return matchPath(doc, filter.path.segments, filter.cond, details);
     case 'jsonSchema':
       return matchSchema(doc, filter.schema);
+    case 'expr':
+      return truthy(evaluateExpression(filter.expr, doc));
   }
 }
 
@@ -202,14 +206,6 @@ export function hasType(v: Json, t: string): boolean {
       // compiler matches nothing for them.
       return false;
   }
-}
-
-/** JSONB's order of keys (PostgreSQL's, which the SQL sees): shorter UTF-8 first, then bytewise. */
-function jsonbKeys(o: JsonObject): string[] {
-  return Object.keys(o)
-    .map((k) => Buffer.from(k))
-    .sort((a, b) => a.length - b.length || Buffer.compare(a, b))
-    .map((b) => b.toString());
 }
 
 /** Same-type scalars: strings by code point, as jsonpath compares them (not UTF-16 units). */

@@ -1,4 +1,6 @@
 import { type Json, QueryError } from './errors.js';
+import { compileExpression } from './expr.js';
+import { truthySql } from './expr-sql.js';
 import type { Cond, Filter, Scalar, TypeName } from './filter-ast.js';
 import { compileSchema } from './json-schema.js';
 import type { Params } from './params.js';
@@ -128,6 +130,9 @@ class SqlCompiler {
         return this.cond(f.path, f.cond);
       case 'jsonSchema':
         return compileSchema(f.schema, this.doc, this.ctx.params, this.aliases);
+      case 'expr':
+        // Only ever on the row's document: parseFilter refuses $expr inside $elemMatch.
+        return truthySql(compileExpression(f.expr, { params: this.ctx.params, current: this.doc }));
     }
   }
 
@@ -400,6 +405,8 @@ export class JsonpathCompiler {
         throw new QueryError(
           "$jsonSchema is not supported in an $elemMatch inside another $elemMatch's value condition.",
         );
+      case 'expr':
+        throw new QueryError('$expr can only be applied to the top-level document.');
     }
   }
 

@@ -299,6 +299,7 @@ function parsePositional(ctx: ParseContext, path: string[], text: string, value:
 function conditionOn(filter: Filter, field: string): boolean {
   switch (filter.kind) {
     case 'all':
+    case 'expr':
       return false;
     case 'field':
       return filter.path.segments[0] === field;

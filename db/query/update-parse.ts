@@ -321,7 +321,10 @@ function parsePullMatcher(path: UpdatePath, arg: Json): PullMatcher {
 
 function pullFilter(path: UpdatePath, query: JsonObject): Filter {
   try {
-    return parseFilter(query, { banSpecial: true });
+    return parseFilter(query, {
+      banSpecial: true,
+      noExpr: "in $pull's condition, which applies to array elements",
+    });
   } catch (err) {
     if (err instanceof QueryError)
       throw new QueryError(`In the condition of $pull on '${path.text}': ${err.message}`);

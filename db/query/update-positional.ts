@@ -64,7 +64,10 @@ export function parseArrayFilters(raw: unknown): Map<string, Filter> {
       throw new QueryError(`${at}: an array filter must be an object, not ${describeValue(item)}.`);
     let filter: Filter;
     try {
-      filter = parseFilter(item, { banSpecial: true });
+      filter = parseFilter(item, {
+        banSpecial: true,
+        noExpr: 'in arrayFilters, which apply to array elements',
+      });
     } catch (err) {
       if (err instanceof QueryError) throw new QueryError(`${at}: ${err.message}`);
       throw err;
@@ -109,7 +112,7 @@ export function checkFiltersUsed(
 
 function topLevelNames(filter: Filter, out = new Set<string>()): Set<string> {
   if (filter.kind === 'field') out.add(filter.path.segments[0] as string);
-  else if (filter.kind !== 'all' && filter.kind !== 'jsonSchema')
+  else if (filter.kind !== 'all' && filter.kind !== 'jsonSchema' && filter.kind !== 'expr')
     for (const c of filter.children) topLevelNames(c, out);
   return out;
 }

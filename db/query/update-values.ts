@@ -87,6 +87,14 @@ function utf8Order(unit: number): number {
   return unit;
 }
 
+/** JSONB's order of keys (PostgreSQL's, which the SQL sees): shorter UTF-8 first, then bytewise. */
+export function jsonbKeys(o: JsonObject): string[] {
+  return Object.keys(o)
+    .map((k) => Buffer.from(k))
+    .sort((a, b) => a.length - b.length || Buffer.compare(a, b))
+    .map((b) => b.toString());
+}
+
 export function isPrefix(prefix: string[], of: string[]): boolean {
   return prefix.length < of.length && prefix.every((s, i) => s === of[i]);
 }

@@ -192,6 +192,17 @@ const HOSTILE_QUERIES: [string, unknown][] = [
   ['$function', { $function: { body: 'function () { return true }', args: [], lang: 'js' } }],
   ['$expr with code', { $expr: { $function: { body: 'return 1', args: [], lang: 'js' } } }],
   ['$accumulator', { $expr: { $accumulator: {} } }],
+  [
+    'an unknown expression operator 20 deep in $expr',
+    {
+      $expr: Array.from({ length: 20 }).reduce<unknown>((e) => ({ $add: [1, e] }), { $nope: 1 }),
+    },
+  ],
+  ['$expr nested 40 deep', { $expr: Array.from({ length: 40 }).reduce<unknown>((e) => ({ $abs: e }), '$a') }],
+  ['$expr with 1,001 parts', { $expr: { $add: Array.from({ length: 1001 }, (_, i) => i) } }],
+  ['$expr with a huge string operand', { $expr: { $concat: ['x'.repeat(100_000), { $nope: 1 }] } }],
+  ['$expr inside $elemMatch', { tags: { $elemMatch: { $expr: { $eq: ['$a', 1] } } } }],
+  ['$expr with an undefined variable', { $expr: { $eq: ['$$nope', 1] } }],
   ['an unknown top-level operator', { $foo: 1 }],
   ['an unknown field operator', { email: { $foo: 1 } }],
   ['an unknown operator in $and', { $and: [{ email: { $bar: 1 } }] }],

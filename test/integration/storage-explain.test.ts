@@ -53,6 +53,12 @@ afterAll(async () => {
 });
 
 describe(`with an index and ${DOCS} documents, the planner uses it`, () => {
+  it('for an equality beside $expr, which is then evaluated on the rows the index finds', async () => {
+    const plan = await planOf({ n: 12345, $expr: { $gt: [{ $add: ['$n', 1] }, 0] } });
+    expect(plan, plan).toMatch(/Index Cond: \(i\d+_0_a = /);
+    expect(plan, plan).toMatch(/Filter: .*mdb\.expr_fold/);
+  });
+
   it.each([
     ['equality', { n: 12345 }, undefined, /Index Cond: \(i\d+_0_a = /],
     ['$in', { n: { $in: [1, 50, 999] } }, undefined, /Index Cond: \(i\d+_0_a = ANY/],

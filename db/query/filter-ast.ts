@@ -2,12 +2,15 @@ import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.
 import { describeValue } from './json.js';
 import { type FieldPath, parsePath } from './path.js';
 import { compileRegexJs, translateRegex } from './regex.js';
+import { parseTextOperator, type TextSearch } from './text-search.js';
 
 /** A parsed MongoDB query filter. */
 export type Filter =
   | { kind: 'all' }
   | { kind: 'and' | 'or' | 'nor'; children: Filter[] }
-  | { kind: 'field'; path: FieldPath; cond: Cond };
+  | { kind: 'field'; path: FieldPath; cond: Cond }
+  /** `$text`: only at the top, or in a top-level `$and` (checkTextPlacement). */
+  | { kind: 'text'; search: TextSearch };
 
 export type Scalar = null | boolean | number | string;
 
@@ -105,6 +108,7 @@ export const SUPPORTED_QUERY_OPERATORS = [
   '$bitsAllClear',
   '$bitsAnyClear',
   '$comment',
+  '$text',
 ];
 
 export const MAX_QUERY_DEPTH = 32;
@@ -124,9 +128,65 @@ export function pinsOneId(filter: Filter): boolean {
   return filter.kind === 'and' && filter.children.some(pinsOneId);
 }
 
-export function parseFilter(query: unknown): Filter {
+/**
+ * `text` says whether `$text` may appear: in the query of a route (`true`), not in a filter on
+ * array elements (arrayFilters, `$pull`'s conditions), which MongoDB refuses too.
+ */
+export function parseFilter(query: unknown, { text = true }: { text?: boolean } = {}): Filter {
   if (!isPlainObject(query)) throw new QueryError('The query must be a JSON object.');
-  return parseQueryObject(query, { nodes: 0 }, 0);
+  const filter = parseQueryObject(query, { nodes: 0 }, 0);
+  checkTextPlacement(filter, text);
+  return filter;
+}
+
+/** The query's `$text`, if it has one (at most one, at the top or in a top-level `$and`). */
+export function textSearchOf(filter: Filter): TextSearch | undefined {
+  if (filter.kind === 'text') return filter.search;
+  if (filter.kind !== 'and') return undefined;
+  for (const child of filter.children) {
+    const found = textSearchOf(child);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** MongoDB's rules for where `$text` may be, with its words where it has them. */
+function checkTextPlacement(filter: Filter, allowed: boolean): void {
+  let count = 0;
+  const visit = (f: Filter, context: 'top' | 'or' | 'nor' | 'elemMatch'): void => {
+    switch (f.kind) {
+      case 'text':
+        if (!allowed)
+          throw new QueryError('$text is not allowed in this context (a filter on array elements).');
+        if (++count > 1) throw new QueryError('Too many text expressions: a query holds at most one $text.');
+        if (context === 'nor') throw new QueryError('text expression not allowed in nor.');
+        if (context === 'or')
+          throw new QueryError(
+            '$text under $or is not supported; put $text at the top level or in a top-level $and.',
+          );
+        if (context === 'elemMatch') throw new QueryError('$text is not allowed inside $elemMatch.');
+        return;
+      case 'and':
+        for (const c of f.children) visit(c, context);
+        return;
+      case 'or':
+      case 'nor':
+        for (const c of f.children) visit(c, context === 'top' || context === 'or' ? f.kind : context);
+        return;
+      case 'field':
+        visitCond(f.cond);
+        return;
+      default:
+        return;
+    }
+  };
+  const visitCond = (c: Cond): void => {
+    if (c.op === 'elemMatch') visit(c.filter, 'elemMatch');
+    else if (c.op === 'and') c.conds.forEach(visitCond);
+    else if (c.op === 'not') visitCond(c.cond);
+    else if (c.op === 'elemMatchValue') visitCond(c.cond);
+  };
+  visit(filter, 'top');
 }
 
 function count(state: ParseState) {
@@ -167,9 +227,11 @@ function parseTopLevelOperator(op: string, value: Json, state: ParseState, depth
     }
     case '$comment':
       return { kind: 'all' };
+    case '$text':
+      return { kind: 'text', search: parseTextOperator(value) };
     default:
       throw new QueryError(
-        `Unknown top-level query operator '${op}'. Supported: $and, $or, $nor, $comment, and field conditions.`,
+        `Unknown top-level query operator '${op}'. Supported: $and, $or, $nor, $text, $comment, and field conditions.`,
       );
   }
 }

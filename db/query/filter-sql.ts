@@ -2,6 +2,7 @@ import { type Json, QueryError } from './errors.js';
 import type { Cond, Filter, Scalar, TypeName } from './filter-ast.js';
 import type { Params } from './params.js';
 import { type FieldPath, full, type Nav, navs, nullOrMissing, rootNavs } from './path.js';
+import { compileTextMatch, type TextIndexRef } from './text-search.js';
 
 /** Where an indexed path's keys live: generated columns on the collection table, or the primary key. */
 export interface IndexedPath {
@@ -20,6 +21,13 @@ export interface IndexedPath {
 export interface FilterContext {
   params: Params;
   indexed(path: string): IndexedPath | undefined;
+  /** The collection's text index, which `$text` needs. */
+  text?: TextIndexRef | undefined;
+}
+
+/** MongoDB's error for `$text` on a collection without a text index. */
+export function textIndexRequired(): QueryError {
+  return new QueryError('text index required for $text query: create an index with "text" fields first.');
 }
 
 const FALSE = '(1 == 0)';
@@ -125,6 +133,9 @@ class SqlCompiler {
         return `not (${f.children.map((c) => this.filter(c)).join(' or ')})`;
       case 'field':
         return this.cond(f.path, f.cond);
+      case 'text':
+        if (!this.ctx.text) throw textIndexRequired();
+        return compileTextMatch(f.search, this.ctx.text, this.ctx.params);
     }
   }
 
@@ -392,6 +403,9 @@ export class JsonpathCompiler {
         return `!(${f.children.map((c) => this.filter(root, c)).join(' || ')})`;
       case 'field':
         return this.cond(root, f.path.segments, f.cond);
+      case 'text':
+        // parseFilter keeps $text out of $elemMatch, the only filter compiled to jsonpath.
+        throw new QueryError('$text is not allowed inside $elemMatch.');
     }
   }
 

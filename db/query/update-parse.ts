@@ -321,7 +321,7 @@ function parsePullMatcher(path: UpdatePath, arg: Json): PullMatcher {
 
 function pullFilter(path: UpdatePath, query: JsonObject): Filter {
   try {
-    return parseFilter(query);
+    return parseFilter(query, { text: false });
   } catch (err) {
     if (err instanceof QueryError)
       throw new QueryError(`In the condition of $pull on '${path.text}': ${err.message}`);

@@ -64,7 +64,7 @@ export function parseArrayFilters(raw: unknown): Map<string, Filter> {
       throw new QueryError(`${at}: an array filter must be an object, not ${describeValue(item)}.`);
     let filter: Filter;
     try {
-      filter = parseFilter(item);
+      filter = parseFilter(item, { text: false });
     } catch (err) {
       if (err instanceof QueryError) throw new QueryError(`${at}: ${err.message}`);
       throw err;
@@ -109,7 +109,7 @@ export function checkFiltersUsed(
 
 function topLevelNames(filter: Filter, out = new Set<string>()): Set<string> {
   if (filter.kind === 'field') out.add(filter.path.segments[0] as string);
-  else if (filter.kind !== 'all') for (const c of filter.children) topLevelNames(c, out);
+  else if ('children' in filter) for (const c of filter.children) topLevelNames(c, out);
   return out;
 }
 

@@ -51,6 +51,25 @@ begin
 end
 $$;
 
+-- A tsvector of a text, cut (by halves) until it fits PostgreSQL's 1 MB limit on a tsvector: a
+-- document is stored with the words that fit rather than refused. Only called on long texts: the
+-- exception block makes a subtransaction.
+create function mdb.text_vector_cut(cfg regconfig, t text, weight "char", base tsvector) returns tsvector
+language plpgsql immutable parallel safe as $$
+declare
+  cut text := t;
+begin
+  loop
+    begin
+      return base || setweight(to_tsvector(cfg, cut), weight);
+    exception when program_limit_exceeded then
+      if cut = '' then return base; end if;
+      cut := left(cut, length(cut) / 2);
+    end;
+  end loop;
+end
+$$;
+
 -- The document's tsvector: `fields` is [[walks (jsonpath texts), weight letter A-D], ...].
 create function mdb.text_vector(doc jsonb, fields jsonb, override text, languages jsonb, fallback text)
 returns tsvector
@@ -59,13 +78,20 @@ declare
   cfg regconfig := mdb.text_config(doc, override, languages, fallback);
   out tsvector := ''::tsvector;
   f jsonb;
-  walks jsonpath[];
+  t text;
+  total int := 0;
 begin
   for f in select jsonb_array_elements(fields) loop
-    walks := array(select jsonb_array_elements_text(f -> 0)::jsonpath);
-    out := out || setweight(
-      to_tsvector(cfg, mdb.fold_text(array_to_string(mdb.text_strings(doc, walks), ' '))),
-      (f ->> 1)::"char");
+    t := mdb.fold_text(array_to_string(mdb.text_strings(doc, array(
+      select jsonb_array_elements_text(f -> 0)::jsonpath)), ' '));
+    total := total + octet_length(t);
+    -- A tsvector takes at most ~5 bytes per byte of text (one-letter words), so below this the
+    -- 1 MB limit cannot be reached.
+    if total < 200000 then
+      out := out || setweight(to_tsvector(cfg, t), (f ->> 1)::"char");
+    else
+      out := mdb.text_vector_cut(cfg, t, (f ->> 1)::"char", out);
+    end if;
   end loop;
   return out;
 end

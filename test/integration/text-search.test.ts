@@ -393,6 +393,17 @@ describe('text indexes', () => {
     expect(res.body.detail).toMatch(detail);
   });
 
+  it('a document whose text passes the 1 MB a tsvector holds is stored, with the words that fit', async () => {
+    const col = await freshCollection(t);
+    expect((await textIndex(col, { key: [{ title: 'text' }, { body: 'text' }] })).status).toBe(201);
+    const body = Array.from({ length: 200_000 }, (_, i) => `w${i.toString(36)}`).join(' ');
+    await col.insert([{ _id: 1, title: 'giant', body }, { _id: 2, title: 'small', body: 'w0 w1' }]);
+    expect(await col.ids({ query: { $text: { $search: 'giant' } } })).toEqual([1]);
+    expect(await col.ids({ query: { $text: { $search: 'w1' } } })).toEqual([1, 2]);
+    const updated = await col.call('update', { query: { _id: 2 }, doc: { $set: { body: `${body} extra` } } });
+    expect(updated.status, updated.text).toBe(200);
+  });
+
   it('the same name again is a 409; deleting the text index removes it, and $text with it', async () => {
     const col = await freshCollection(t);
     await col.insert([{ subject: 'coffee' }]);

@@ -25,9 +25,16 @@ export interface FilterContext {
   text?: TextIndexRef | undefined;
 }
 
-/** MongoDB's error for `$text` on a collection without a text index. */
-export function textIndexRequired(): QueryError {
-  return new QueryError('text index required for $text query: create an index with "text" fields first.');
+/**
+ * MongoDB's error for `$text` on a collection without a text index. Its own class: a cached
+ * catalog entry may predate a text index another process created (db/catalog-cache.ts).
+ */
+export class TextIndexRequired extends QueryError {}
+
+function textIndexRequired(): QueryError {
+  return new TextIndexRequired(
+    'text index required for $text query: create an index with "text" fields first.',
+  );
 }
 
 const FALSE = '(1 == 0)';

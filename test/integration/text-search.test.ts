@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../app.js';
 import { findCollection } from '../../db/collections.js';
 import { countStatement, explain, readStatement } from '../../db/documents.js';
 import { parseFilter } from '../../db/query/filter-ast.js';
 import { parseSort } from '../../db/query/sort.js';
+import { hashSecret } from '../../secrets.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { freshCollection } from './storage-helpers.js';
 
@@ -280,6 +282,27 @@ describe('$text on the other routes', () => {
     expect((await col.read({}))[0]?.tags).toEqual([{ k: 'a' }, { k: 'b', hit: true }]);
   });
 
+  it('a text index another server process created serves $text at once', async () => {
+    const other = await buildApp({ sql: t.sql, adminTokenHash: hashSecret(t.adminToken) });
+    try {
+      await other.ready();
+      const col = await freshCollection(t);
+      await col.insert([{ _id: 1, subject: 'coffee' }]);
+      // This process caches the collection without a text index.
+      expect((await col.call('read', { query: { _id: 1 } })).status).toBe(200);
+      const created = await other.inject({
+        method: 'POST',
+        url: `${col.url}/indexes`,
+        headers: { 'x-auth-token': t.adminToken, 'content-type': 'application/json' },
+        payload: JSON.stringify({ name: 'byText', key: [{ subject: 'text' }] }),
+      });
+      expect(created.statusCode, created.body).toBe(201);
+      expect(await col.ids({ query: { $text: { $search: 'coffee' } } })).toEqual([1]);
+    } finally {
+      await other.close();
+    }
+  });
+
   it("without a text index, $text is MongoDB's error", async () => {
     const col = await freshCollection(t);
     await col.insert([{ subject: 'coffee' }]);
@@ -397,7 +420,10 @@ describe('text indexes', () => {
     const col = await freshCollection(t);
     expect((await textIndex(col, { key: [{ title: 'text' }, { body: 'text' }] })).status).toBe(201);
     const body = Array.from({ length: 200_000 }, (_, i) => `w${i.toString(36)}`).join(' ');
-    await col.insert([{ _id: 1, title: 'giant', body }, { _id: 2, title: 'small', body: 'w0 w1' }]);
+    await col.insert([
+      { _id: 1, title: 'giant', body },
+      { _id: 2, title: 'small', body: 'w0 w1' },
+    ]);
     expect(await col.ids({ query: { $text: { $search: 'giant' } } })).toEqual([1]);
     expect(await col.ids({ query: { $text: { $search: 'w1' } } })).toEqual([1, 2]);
     const updated = await col.call('update', { query: { _id: 2 }, doc: { $set: { body: `${body} extra` } } });

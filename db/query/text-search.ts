@@ -75,9 +75,17 @@ export interface TextSearch {
 
 /** Terms and phrases in one `$search`; each is bound as a parameter. */
 export const MAX_TEXT_TERMS = 256;
+/** Characters in one `$search`: reading it costs time per token, and a search is words, not a document. */
+export const MAX_SEARCH_LENGTH = 100_000;
 
 /** MongoDB's tokenizer splits on what is not a letter or a digit (combining marks stay with letters). */
 const WORD = /[\p{L}\p{N}\p{M}]+/gu;
+
+function tooManyTerms(): QueryError {
+  return new QueryError(`$text: $search has more than ${MAX_TEXT_TERMS} terms and phrases.`);
+}
+
+const TOKEN = /(\s+)|["-]|[^\s"-]+/g;
 
 /** `{"$search", "$language"?, "$caseSensitive"?, "$diacriticSensitive"?}`, with MongoDB's errors. */
 export function parseTextOperator(arg: Json): TextSearch {
@@ -89,6 +97,8 @@ export function parseTextOperator(arg: Json): TextSearch {
       );
   const { $search: search, $language: language, $caseSensitive: cs, $diacriticSensitive: ds } = arg;
   if (typeof search !== 'string') throw new QueryError('$text: $search needs a String.');
+  if (search.length > MAX_SEARCH_LENGTH)
+    throw new QueryError(`$text: $search is longer than ${MAX_SEARCH_LENGTH} characters.`);
   if (language !== undefined && typeof language !== 'string')
     throw new QueryError('$text: $language needs a String.');
   for (const [name, value] of [
@@ -106,8 +116,7 @@ export function parseTextOperator(arg: Json): TextSearch {
   }
   const parsed = parseSearch(search);
   const count = [parsed.terms, parsed.negatedTerms, parsed.phrases, parsed.negatedPhrases].flat().length;
-  if (count > MAX_TEXT_TERMS)
-    throw new QueryError(`$text: $search has more than ${MAX_TEXT_TERMS} terms and phrases.`);
+  if (count > MAX_TEXT_TERMS) throw tooManyTerms();
   return {
     ...parsed,
     ...(language !== undefined && language !== '' ? { config: textConfiguration(language, '$text') } : {}),
@@ -129,40 +138,32 @@ function parseSearch(search: string): Omit<TextSearch, 'config'> {
   let inPhrase = false;
   let quoteAt = 0;
   let previousWhiteSpace = true;
-  let i = 0;
-  while (i < search.length) {
-    const c = search[i] as string;
-    if (/\s/.test(c)) {
+  // One token per match: white space, a delimiter, or a run of anything else.
+  for (const m of search.matchAll(TOKEN)) {
+    const [token] = m;
+    const at = m.index;
+    if (m[1] !== undefined) {
       previousWhiteSpace = true;
-      i++;
       continue;
     }
-    if (c === '-') {
+    if (token === '-') {
       if (!inPhrase && previousWhiteSpace) inNegation = true;
-    } else if (c === '"') {
+    } else if (token === '"') {
       if (inPhrase) {
-        (inNegation ? negatedPhrases : phrases).push(search.slice(quoteAt + 1, i));
+        (inNegation ? negatedPhrases : phrases).push(search.slice(quoteAt + 1, at));
+        if (phrases.length + negatedPhrases.length > MAX_TEXT_TERMS) throw tooManyTerms();
         inPhrase = false;
       } else {
         inPhrase = true;
         if (inNegation && previousWhiteSpace) inNegation = false;
-        quoteAt = i;
+        quoteAt = at;
       }
-    } else {
-      let end = i;
-      while (end < search.length && !/[\s"-]/.test(search[end] as string)) end++;
-      const text = search.slice(i, end);
-      if (!(inPhrase && inNegation)) {
-        if (inNegation && previousWhiteSpace) inNegation = false;
-        if (inNegation) negative += `${text} `;
-        else positive += `${text} `;
-      }
-      previousWhiteSpace = false;
-      i = end;
-      continue;
+    } else if (!(inPhrase && inNegation)) {
+      if (inNegation && previousWhiteSpace) inNegation = false;
+      if (inNegation) negative += `${token} `;
+      else positive += `${token} `;
     }
     previousWhiteSpace = false;
-    i++;
   }
   const words = (s: string) => [...new Set(s.match(WORD) ?? [])];
   return { terms: words(positive), negatedTerms: words(negative), phrases, negatedPhrases };

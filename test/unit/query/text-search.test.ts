@@ -53,6 +53,13 @@ describe('parseTextOperator reads $search as MongoDB does', () => {
     expect(parseTextOperator({ $search: search })).toEqual(parsed);
   });
 
+  it('refuses a $search too long or with too many words', () => {
+    expect(() => parseTextOperator({ $search: 'a'.repeat(100_001) })).toThrow(/longer than 100000/);
+    const words = Array.from({ length: 257 }, (_, i) => `w${i}`).join(' ');
+    expect(() => parseTextOperator({ $search: words })).toThrow(/more than 256 terms/);
+    expect(() => parseTextOperator({ $search: '"a" '.repeat(257) })).toThrow(/more than 256 terms/);
+  });
+
   it('maps $language to a configuration, names and codes alike, case aside', () => {
     expect(parseTextOperator({ $search: 'x', $language: 'es' }).config).toBe('spanish');
     expect(parseTextOperator({ $search: 'x', $language: 'French' }).config).toBe('french');

@@ -94,7 +94,7 @@ export function compileOrderKeys(keys: SortKey[], columns: SortColumns, params: 
 
 /** How many expressions compileOrderKeys gives for a sort, known before the catalog is. */
 export function orderKeyCount(keys: SortKey[]): number {
-  const id = keys.findIndex((k) => k.path === '_id');
+  const id = keys.findIndex((k) => k.path === '_id' && k.meta === undefined);
   return id === -1 ? keys.length + 1 : id + 1;
 }
 

@@ -158,6 +158,13 @@ describe('$text (MongoDB manual, articles)', () => {
     } while (cursor);
     expect(seen).toEqual(all);
     expect(all).toHaveLength(7);
+    // The score's key may be named _id: it is still the score, and _id breaks its ties.
+    const byId = { ...body, sort: { _id: { $meta: 'textScore' } } };
+    const first = await col.call('read', { ...byId, limit: 3 });
+    expect(first.status, first.text).toBe(200);
+    const second = await col.call('read', { ...byId, limit: 10, cursor: first.body.next });
+    expect(second.status, second.text).toBe(200);
+    expect([...first.body.result, ...second.body.result].map((d: { _id: unknown }) => d._id)).toEqual(all);
   });
 
   it.each([

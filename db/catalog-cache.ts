@@ -1,5 +1,6 @@
 import { errors } from '../errors.js';
 import { type CollectionRef, findCollection, type Lookup } from './collections.js';
+import { TextIndexRequired } from './query/filter-sql.js';
 import type { Sql } from './sql.js';
 
 /** SQLSTATE of a guarded statement compiled from a stale entry: its catalog marker type is gone. */
@@ -49,6 +50,7 @@ export class CatalogCache {
     for (let attempt = 1; ; attempt++) {
       const entry = this.#entries.get(key);
       let c = entry && now() - entry.readAt < ttl ? entry.ref : undefined;
+      const cached = c !== undefined;
       if (!c) {
         const readAt = now();
         const lookup = await findCollection(this.sql, workplace, name);
@@ -67,6 +69,8 @@ export class CatalogCache {
         const code = (err as { code?: unknown }).code;
         // Stale: the indexes changed, or the table is gone (collection or workplace deleted).
         const stale = code === STALE_CATALOG || code === '42P01' || code === '42703' || code === '3F000';
+        // A text index created by another process is not in a cached entry: ask a fresh one.
+        if (cached && err instanceof TextIndexRequired) continue;
         if (!stale) throw err;
         if (attempt >= ATTEMPTS)
           throw errors.serviceUnavailable(

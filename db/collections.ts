@@ -1,6 +1,8 @@
-import type { Json } from './query/errors.js';
+import { isPlainObject, type Json } from './query/errors.js';
 import type { IndexedPath } from './query/filter-sql.js';
+import { getOwn } from './query/json.js';
 import { missingPredicate, multikeyPredicate, parsePath, rootNavs } from './query/path.js';
+import { type TextIndexRef, textConfiguration, textLanguageMap, textWeights } from './query/text-search.js';
 import type { Sql, TransactionSql } from './sql.js';
 import { StatementTexts } from './statement-texts.js';
 import { catalogId, workplaceSchema } from './workplaces.js';
@@ -27,12 +29,15 @@ export interface CollectionRef {
    * cache's entry: every request in that time sends the same string objects.
    */
   texts: StatementTexts;
+  /** The text index, if the collection has one (at most one, as in MongoDB). */
+  text?: TextIndexRef;
 }
 
 /** Distinct read and count statements one collection's ref keeps: query shapes, not values. */
 const MAX_TEXTS_PER_COLLECTION = 200;
 
-export type IndexKey = [path: string, dir: 1 | -1][];
+/** A text index's fields all have `"text"`; the other indexes' fields 1 or -1. */
+export type IndexKey = [path: string, dir: 1 | -1 | 'text'][];
 
 export interface IndexRow {
   id: string;
@@ -97,6 +102,7 @@ export async function findCollection(
       version: row.version,
       paths: buildPathLookup(indexes),
       texts: new StatementTexts(MAX_TEXTS_PER_COLLECTION),
+      ...textIndexRef(indexes),
     },
   };
 }
@@ -153,6 +159,8 @@ const ID_PATH: IndexedPath = Object.freeze({ key: 'id', truncated: false });
 function buildPathLookup(indexes: IndexRow[]): PathLookup {
   const map = new Map<string, IndexedPath & { desc: string; rank: number }>();
   for (const ix of indexes) {
+    // A text index has no key columns; $text finds its tsvector column through textIndexRef.
+    if (isTextIndex(ix)) continue;
     ix.key.forEach(([path, _dir], n) => {
       const rank = ix.key.length === 1 ? 0 : n === 0 ? 1 : 2;
       const existing = map.get(path);
@@ -170,7 +178,54 @@ function buildPathLookup(indexes: IndexRow[]): PathLookup {
   return (path) => (path === '_id' ? ID_PATH : map.get(path));
 }
 
-export type CreateIndexResult = { created: IndexRow } | { exists: true } | { duplicates: true };
+export type CreateIndexResult =
+  | { created: IndexRow }
+  | { exists: true }
+  | { duplicates: true }
+  /** The name of the collection's text index, when a second one was asked for. */
+  | { textIndex: string };
+
+export function isTextIndex(ix: Pick<IndexRow, 'key'>): boolean {
+  return ix.key.some(([, dir]) => dir === 'text');
+}
+
+function textColumn(indexId: string): string {
+  return `t${catalogId(indexId)}`;
+}
+
+/** A text index's language and weights, read from its options as they were given. */
+function textIndexPlan(key: IndexKey, options: IndexOptions) {
+  const weights = isPlainObject(options.weights) ? options.weights : {};
+  const { letters, rankWeights } = textWeights(
+    key.map(([path]) => {
+      const w = getOwn(weights, path);
+      return typeof w === 'number' ? w : 1;
+    }),
+  );
+  const language = typeof options.default_language === 'string' ? options.default_language : 'english';
+  const override = typeof options.language_override === 'string' ? options.language_override : 'language';
+  return {
+    config: textConfiguration(language, 'default_language'),
+    override,
+    fields: key.map(([path], n) => [rootNavs(parsePath(path)), letters[n] as string]),
+    rankWeights,
+  };
+}
+
+/** The collection's text index as `$text` and `$meta: "textScore"` compile against it. */
+function textIndexRef(indexes: IndexRow[]): { text?: TextIndexRef } {
+  const ix = indexes.find(isTextIndex);
+  if (!ix) return {};
+  const plan = textIndexPlan(ix.key, ix.options);
+  return {
+    text: {
+      column: `"${textColumn(ix.id)}"`,
+      config: plan.config,
+      walks: plan.fields.flatMap(([walks]) => walks as string[]),
+      rankWeights: plan.rankWeights,
+    },
+  };
+}
 
 /**
  * Adds generated key columns per field and the btrees over them, in one transaction, so a unique
@@ -189,11 +244,26 @@ export async function createIndex(
       // Building the btrees takes as long as the collection is big; the request timeout is for queries.
       await tx`set local statement_timeout = 0`;
       await lockForIndexChange(tx, c);
+      if (isTextIndex({ key })) {
+        // Under the lock, so two requests cannot each add one.
+        const [other] = await tx<{ name: string }[]>`
+          select name from collection_indexes where collection_id = ${c.id} and name <> ${name}
+            and exists (select 1 from jsonb_array_elements(key) as e where e ->> 1 = 'text')`;
+        if (other) return { textIndex: other.name };
+      }
       const [row] = await tx<{ id: string }[]>`
         insert into collection_indexes (collection_id, name, key, is_unique, options)
         values (${c.id}, ${name}, ${tx.json(key)}, ${unique}, ${tx.json(options)})
         on conflict do nothing returning id::text as id`;
       if (!row) return { exists: true };
+      if (isTextIndex({ key })) {
+        const plan = textIndexPlan(key, options);
+        await tx`select mdb.add_text_index(${c.table}::regclass, ${textColumn(row.id)},
+          ${tx.json(plan.fields)}, ${plan.override}, ${tx.json(textLanguageMap())}, ${plan.config})`;
+        // Nothing tracks arrays for it: it has no key columns that arrays would make inexact.
+        await tx`update collection_indexes set multikey = true where id = ${row.id}`;
+        return { created: { id: row.id, name, key, is_unique: false, multikey: true, options } };
+      }
       await addIndexStructures(tx, c.table, row.id, key, unique);
       const anyArray = key.map((_k, n) => `"${columnPrefix(row.id, n)}_m"`).join(' or ');
       const [mk] = await tx.unsafe<{ multikey: boolean }[]>(
@@ -313,6 +383,10 @@ export async function deleteIndex(sql: Sql, c: CollectionRef, name: string): Pro
       delete from collection_indexes where collection_id = ${c.id} and name = ${name}
       returning id::text as id, key`;
     if (!row) return false;
+    if (isTextIndex(row)) {
+      await tx.unsafe(`alter table ${c.table} drop column "${textColumn(row.id)}"`);
+      return true;
+    }
     const drops = row.key.flatMap((_k, n) =>
       (['a', 'd', 'm', 'k'] as const).map((s) => `drop column "${columnPrefix(row.id, n)}_${s}"`),
     );

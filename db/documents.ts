@@ -3,12 +3,13 @@ import { type CollectionRef, catalogGuard, trackingMultikey } from './collection
 import { idFirstJsonbBytes } from './jsonb-id-first.js';
 import { keysetPredicate } from './query/cursor.js';
 import { type DocumentId, isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
-import { type Filter, pinsOneId } from './query/filter-ast.js';
+import { type Filter, pinsOneId, textSearchOf } from './query/filter-ast.js';
 import { compileFilter } from './query/filter-sql.js';
 import { idFirst } from './query/json.js';
 import { Params } from './query/params.js';
 import { type FieldPath, rootNavs } from './query/path.js';
-import { compileOrderKeys, orderByText, type SortKey } from './query/sort.js';
+import { compileOrderKeys, orderByText, type SortColumns, type SortKey } from './query/sort.js';
+import { compileTextScore } from './query/text-search.js';
 import { CONFLICT_ATTEMPTS, retryingConflicts, type Sql, type TransactionSql } from './sql.js';
 
 /** Raised when an insert or upsert would duplicate `_id` or a unique index key. */
@@ -111,6 +112,15 @@ export interface ReadOptions {
   limit: number;
   /** The ORDER BY values of the row to continue after (a decoded cursor). */
   after?: Buffer[];
+  /** Select each document's `$text` score too (`s`), for a `$meta` projection. */
+  textScore?: boolean;
+}
+
+/** The `$text` score of the filter's search over the collection's text index, when both exist. */
+function textScoreOf(c: CollectionRef, filter: Filter, params: Params): (() => string) | undefined {
+  const search = textSearchOf(filter);
+  const index = c.text;
+  return search && index ? () => compileTextScore(search, index, params) : undefined;
 }
 
 export interface Statement {
@@ -128,14 +138,17 @@ export interface Statement {
 export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false): Statement {
   const params = new Params();
   const columns = catalogDependentColumns(c);
-  const where = compileFilter(o.filter, { params, indexed: columns.indexed });
-  const order = compileOrderKeys(o.sort, columns, params);
+  const where = compileFilter(o.filter, { params, indexed: columns.indexed, text: c.text });
+  const score = textScoreOf(c, o.filter, params);
+  const order = compileOrderKeys(o.sort, { ...columns, textScore: score }, params);
   const keyset = o.after ? `(${keysetPredicate(order, o.after, params)}) and ` : '';
   const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
   // A filter that pins `_id` matches at most one document, so no page can follow: the lookup by
   // `_id`, the most frequent read, runs without the keys and the extra row.
   const single = pinsOneId(o.filter);
-  const keys = single ? '' : `, ${order.map((k, i) => `${k.sql} as k${i}`).join(', ')}`;
+  const keys =
+    (single ? '' : `, ${order.map((k, i) => `${k.sql} as k${i}`).join(', ')}`) +
+    (o.textScore && score ? `, ${score()} as s` : '');
   const limit = single ? o.limit : o.limit + 1;
   const text = `select doc${keys} from ${c.table} where ${guard}${keyset}${where} order by ${orderByText(order)} offset ${params.int(o.skip)} limit ${params.int(limit)}`;
   return { text: c.texts.shared(text), values: params.values };
@@ -144,7 +157,7 @@ export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false)
 export function countStatement(c: CollectionRef, filter: Filter, guarded = false): Statement {
   const params = new Params();
   const columns = catalogDependentColumns(c);
-  const where = compileFilter(filter, { params, indexed: columns.indexed });
+  const where = compileFilter(filter, { params, indexed: columns.indexed, text: c.text });
   const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
   return {
     text: c.texts.shared(`select count(*) as n from ${c.table} where ${guard}${where}`),
@@ -165,7 +178,7 @@ export const MAX_DISTINCT_VALUES = 10_000;
 function distinctStatement(c: CollectionRef, key: FieldPath, filter: Filter, guarded = false): Statement {
   const params = new Params();
   const columns = catalogDependentColumns(c);
-  const where = compileFilter(filter, { params, indexed: columns.indexed });
+  const where = compileFilter(filter, { params, indexed: columns.indexed, text: c.text });
   const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
   const navsRef = params.jsonpathArray(rootNavs(key));
   const text = `select e.v from ${c.table}
@@ -227,6 +240,8 @@ function guardClause(c: CollectionRef): string {
 
 export interface Page<T> {
   result: T;
+  /** With `textScore`: each document's `$text` score, in the order of `result`. */
+  scores?: number[];
   /** The ORDER BY values of the page's last document, when more documents follow it. */
   next?: Buffer[];
 }
@@ -238,14 +253,15 @@ export async function readPage(
   guarded = false,
 ): Promise<Page<JsonObject[]>> {
   const { text, values } = readStatement(c, o, guarded);
-  const rows = await sql.unsafe<({ doc: JsonObject } & Record<string, Buffer>)[]>(text, values);
+  const rows = await sql.unsafe<({ doc: JsonObject; s?: number } & Record<string, Buffer>)[]>(text, values);
   const page = rows.slice(0, o.limit);
   const last = page.at(-1);
   const result = page.map((r) => idFirst(r.doc));
-  if (rows.length <= o.limit || !last) return { result };
+  const scores = o.textScore ? { scores: page.map((r) => Number(r.s ?? 0)) } : {};
+  if (rows.length <= o.limit || !last) return { result, ...scores };
   const next: Buffer[] = [];
   for (let i = 0; `k${i}` in last; i++) next.push(last[`k${i}`] as Buffer);
-  return { result, next };
+  return { result, next, ...scores };
 }
 
 export async function readDocuments(
@@ -324,7 +340,7 @@ export async function explain(sql: Sql, s: Statement): Promise<string> {
 
 export async function deleteDocuments(sql: Sql, c: CollectionRef, filter: Filter): Promise<number> {
   const params = new Params();
-  const where = compileFilter(filter, { params, indexed: c.paths });
+  const where = compileFilter(filter, { params, indexed: c.paths, text: c.text });
   const result = await retryingConflicts(() =>
     sql.unsafe(`delete from ${c.table} where ${catalogGuard(c)} and ${where}`, params.values),
   );
@@ -473,8 +489,9 @@ async function lockFirst(
   sort: SortKey[],
 ): Promise<JsonObject | undefined> {
   const params = new Params();
-  const where = compileFilter(filter, { params, indexed: c.paths });
-  const orderBy = orderByText(compileOrderKeys(sort, { indexed: c.paths }, params));
+  const where = compileFilter(filter, { params, indexed: c.paths, text: c.text });
+  const columns: SortColumns = { indexed: c.paths, textScore: textScoreOf(c, filter, params) };
+  const orderBy = orderByText(compileOrderKeys(sort, columns, params));
   const first = `select doc from ${c.table} where ${catalogGuard(c)} and ${where} order by ${orderBy} limit 1`;
   for (;;) {
     const [row] = await tx.unsafe<{ doc: JsonObject }[]>(`${first} for update`, params.values);
@@ -491,7 +508,7 @@ async function matching(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
   }
   const max = plan.maxMatches ?? MAX_UPDATE_MATCHES;
   const params = new Params();
-  const where = compileFilter(plan.filter, { params, indexed: c.paths });
+  const where = compileFilter(plan.filter, { params, indexed: c.paths, text: c.text });
   const rows = await tx.unsafe<{ doc: JsonObject }[]>(
     // The guard on the first statement is enough: the lock it takes keeps index changes out until
     // the transaction ends.

@@ -518,6 +518,12 @@ export interface paths {
          *     an array are not constrained by it. Creating a unique index over existing duplicates
          *     answers `409` and leaves nothing behind. The build rewrites the collection's table once and
          *     blocks writes to the collection while it runs. At most 63 indexes besides `_id_`.
+         *
+         *     A text index (`{"title": "text"}` fields only, at most one per collection) serves `$text`:
+         *     `default_language` (MongoDB's language names or codes, `none` for no stemming),
+         *     `weights` (field to a number above 0 and below 100,000, default 1) and
+         *     `language_override` (the top-level field naming a document's language, default
+         *     `language`) as in MongoDB. Compound and wildcard text indexes are a `400`.
          */
         post: operations["createIndex"];
         delete?: never;
@@ -1426,23 +1432,51 @@ export interface components {
         };
         /** @description A document field path; dots separate the segments (`profile.name`, `tags.0`). */
         FieldPath: string;
-        /** @description A field path (ascending), or an object with one field path mapped to `1` (ascending) or `-1` (descending). */
+        /**
+         * @description A field path (ascending), or an object with one field path mapped to `1` (ascending), `-1`
+         *     (descending) or `"text"` (a text index field).
+         */
         IndexKeyEntry: components["schemas"]["FieldPath"] | {
-            [key: string]: 1 | -1;
+            [key: string]: components["schemas"]["IndexDirection"];
+        };
+        /** @description `1` ascending, `-1` descending, or `"text"`: the field is part of the text index. */
+        IndexDirection: (1 | -1) | "text";
+        /**
+         * @description A MongoDB text search language: `danish dutch english finnish french german hungarian
+         *     italian norwegian portuguese romanian russian spanish swedish turkish` (or its two-letter
+         *     code) or `none` (no stemming, no stop words). Default `english`.
+         */
+        TextIndexLanguage: string;
+        /**
+         * @description Text index fields mapped to their weights, numbers above 0 and below 100,000 (default 1):
+         *     a word found in a heavier field raises the `textScore` more.
+         */
+        TextIndexWeights: {
+            [key: string]: number;
         };
         IndexCreate: {
             name: components["schemas"]["IndexName"];
             key: components["schemas"]["IndexKeyEntry"][];
             /** @description Default `false`. */
             unique?: boolean;
+            default_language?: components["schemas"]["TextIndexLanguage"];
+            weights?: components["schemas"]["TextIndexWeights"];
+            /**
+             * @description The top-level field whose value, a language name, chooses the language a document is
+             *     indexed in. Default `language`.
+             */
+            language_override?: components["schemas"]["FieldPath"];
         };
         Index: {
             name: components["schemas"]["IndexName"];
-            /** @description The indexed fields, each as `{"<path>": 1 | -1}`. */
+            /** @description The indexed fields, each as `{"<path>": 1 | -1 | "text"}`. */
             key: {
-                [key: string]: 1 | -1;
+                [key: string]: components["schemas"]["IndexDirection"];
             }[];
             unique: boolean;
+            default_language?: components["schemas"]["TextIndexLanguage"];
+            weights?: components["schemas"]["TextIndexWeights"];
+            language_override?: components["schemas"]["FieldPath"];
         };
         IndexEnvelope: {
             result: components["schemas"]["Index"];
@@ -1460,9 +1494,12 @@ export interface components {
         };
         ReadRequest: {
             query?: components["schemas"]["Query"];
-            /** @description MongoDB sort, `{"<path>": 1 | -1, ...}`, applied in key order. Default `{"_id": 1}`. */
+            /**
+             * @description MongoDB sort, `{"<path>": 1 | -1, ...}`, applied in key order. Default `{"_id": 1}`.
+             *     `{"<name>": {"$meta": "textScore"}}` sorts by the `$text` score, highest first.
+             */
             sort?: {
-                [key: string]: 1 | -1;
+                [key: string]: components["schemas"]["SortOrder"];
             };
             /** @description MongoDB projection, `{"<path>": 1}` to include or `{"<path>": 0}` to exclude. */
             fields?: {
@@ -1576,10 +1613,20 @@ export interface components {
         };
         /**
          * @description MongoDB sort, `{"<path>": 1 | -1, ...}`, choosing which matching document is the one
-         *     acted on: the first in this order. Default `{"_id": 1}`.
+         *     acted on: the first in this order. Default `{"_id": 1}`. `{"<name>": {"$meta":
+         *     "textScore"}}` sorts by the `$text` score, highest first.
          */
         OneSort: {
-            [key: string]: 1 | -1;
+            [key: string]: components["schemas"]["SortOrder"];
+        };
+        /** @description `1` ascending, `-1` descending, or `{"$meta": "textScore"}`: by the `$text` score, highest first. */
+        SortOrder: (1 | -1) | components["schemas"]["TextScoreMeta"];
+        TextScoreMeta: {
+            /**
+             * @description The score of the query's `$text`; the query must have one.
+             * @enum {string}
+             */
+            $meta: "textScore";
         };
         /**
          * @description Return the document as it was before the change (the default) or after it.

@@ -15,10 +15,15 @@ import {
 } from '../db/documents.js';
 import { cursorBinding, decodeCursor, encodeCursor } from '../db/query/cursor.js';
 import { type JsonObject, QueryError } from '../db/query/errors.js';
-import { parseFilter } from '../db/query/filter-ast.js';
+import { type Filter, parseFilter, textSearchOf } from '../db/query/filter-ast.js';
 import { parsePath } from '../db/query/path.js';
 import { parsePipeline } from '../db/query/pipeline.js';
-import { applyProjection, parseProjection, projectsEverything } from '../db/query/projection.js';
+import {
+  applyProjection,
+  type Projection,
+  parseProjection,
+  projectsEverything,
+} from '../db/query/projection.js';
 import { orderKeyCount, parseSort } from '../db/query/sort.js';
 import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../db/query/update.js';
 import { errors } from '../errors.js';
@@ -26,6 +31,23 @@ import { EncodedJson } from '../http/encoded-json.js';
 import type { Handler, HandlerDeps } from './types.js';
 
 export const DEFAULT_LIMIT = 100;
+
+/** The sort of a request, whose `$meta: "textScore"` keys need a `$text` in its query. */
+function sortOf(sort: unknown, filter: Filter) {
+  return parseSort(sort, textSearchOf(filter) !== undefined);
+}
+
+/**
+ * The single-document routes read their document without its score: `$meta` is for `read`'s
+ * `fields` (sorting these routes by the score works).
+ */
+function withoutTextScore(projection: Projection): Projection {
+  if (projection.textScores)
+    throw new QueryError(
+      `{"$meta": "textScore"} in fields is supported on the read route only (at '${projection.textScores[0]}').`,
+    );
+  return projection;
+}
 
 interface StoragePath {
   name: string;
@@ -90,7 +112,7 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
   const readDocuments: Handler<'readDocuments'> = async ({ params, body }) => {
     // Parse everything before touching the database, so a bad request costs no query.
     const filter = parseFilter(body.query ?? {});
-    const sort = parseSort(body.sort);
+    const sort = sortOf(body.sort, filter);
     const projection = parseProjection(body.fields, filter);
     // skip 0 is what many clients send by default; any other skip would fight the cursor.
     if (body.cursor !== undefined && (body.skip ?? 0) !== 0)
@@ -107,6 +129,7 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
       skip: body.skip ?? 0,
       limit: body.limit ?? DEFAULT_LIMIT,
       ...(after ? { after } : {}),
+      ...(projection.textScores ? { textScore: true } : {}),
     };
     const next = (keys: Buffer[] | undefined) => (keys ? { next: encodeCursor(binding(), keys) } : {});
     // Without a projection the documents go out as the database wrote them, never parsed.
@@ -119,7 +142,13 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     const page = await inCollection(params.name, params.storage_name, (c) => readPage(sql, c, options, true));
     return {
       status: 200,
-      body: { result: page.result.map((d) => applyProjection(d, projection)), ...next(page.next) },
+      body: {
+        result: page.result.map((d, i) => {
+          const textScore = page.scores?.[i];
+          return applyProjection(d, projection, textScore === undefined ? {} : { textScore });
+        }),
+        ...next(page.next),
+      },
     };
   };
 
@@ -148,13 +177,15 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
   };
 
   const updateOneDocument: Handler<'updateOneDocument'> = async ({ params, body }) => {
-    const plan = { ...updatePlan(body, 'operators'), single: true, sort: parseSort(body.sort) };
+    const update = updatePlan(body, 'operators');
+    const plan = { ...update, single: true, sort: sortOf(body.sort, update.filter) };
     const { document: _, ...result } = await runUpdate(params, plan);
     return { status: 200, body: { result } };
   };
 
   const replaceOneDocument: Handler<'replaceOneDocument'> = async ({ params, body }) => {
-    const plan = { ...updatePlan(body, 'replacement'), single: true, sort: parseSort(body.sort) };
+    const update = updatePlan(body, 'replacement');
+    const plan = { ...update, single: true, sort: sortOf(body.sort, update.filter) };
     const { document: _, ...result } = await runUpdate(params, plan);
     return { status: 200, body: { result } };
   };
@@ -164,11 +195,11 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     body: { sort?: unknown; fields?: unknown; returnDocument?: 'before' | 'after' },
     update: UpdatePlan,
   ) {
-    const projection = parseProjection(body.fields, update.filter);
+    const projection = withoutTextScore(parseProjection(body.fields, update.filter));
     const plan: UpdatePlan = {
       ...update,
       single: true,
-      sort: parseSort(body.sort),
+      sort: sortOf(body.sort, update.filter),
       returning: {
         which: body.returnDocument ?? 'before',
         project: (doc) => applyProjection(doc, projection),
@@ -187,8 +218,8 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
   /** Deletes the first match, and returns it as `fields` projects it. */
   async function deleteOne(params: StoragePath, body: { query: unknown; sort?: unknown; fields?: unknown }) {
     const filter = parseFilter(body.query);
-    const sort = parseSort(body.sort);
-    const projection = parseProjection(body.fields, filter);
+    const sort = sortOf(body.sort, filter);
+    const projection = withoutTextScore(parseProjection(body.fields, filter));
     const { table, doc } = await inCollection(params.name, params.storage_name, async (c) => ({
       table: c.table,
       doc: await deleteOneRow(sql, c, filter, sort, (d) => applyProjection(d, projection)),

@@ -7,6 +7,7 @@ import {
 } from '../db/collections.js';
 import { QueryError } from '../db/query/errors.js';
 import { parsePath } from '../db/query/path.js';
+import { checkTextIndex, type TextIndexOptions } from '../db/query/text-search.js';
 import { errors } from '../errors.js';
 import type { components } from '../generated/openapi.js';
 import { requireCollection } from './storage-lookup.js';
@@ -17,15 +18,33 @@ type Index = components['schemas']['Index'];
 /** MongoDB's limit is 64 including _id_; each field also adds three columns to the table. */
 export const MAX_INDEXES = 63;
 
-function present(ix: Pick<IndexRow, 'name' | 'key' | 'is_unique'>): Index {
-  return { name: ix.name, key: ix.key.map(([path, dir]) => ({ [path]: dir })), unique: ix.is_unique };
+function present(
+  ix: Pick<IndexRow, 'name' | 'key' | 'is_unique'> & { options?: IndexRow['options'] },
+): Index {
+  return {
+    name: ix.name,
+    key: ix.key.map(([path, dir]) => ({ [path]: dir })),
+    unique: ix.is_unique,
+    ...textOptions(ix.options ?? {}),
+  };
+}
+
+const TEXT_OPTIONS = ['default_language', 'weights', 'language_override'] as const;
+
+/** A text index's options, as they were given. */
+function textOptions(options: IndexRow['options'] | TextIndexOptions): TextIndexOptions {
+  const out: Record<string, unknown> = {};
+  for (const o of TEXT_OPTIONS) if (options[o] !== undefined) out[o] = options[o];
+  return out as TextIndexOptions;
 }
 
 /** `["a", {"b": -1}]` → `[["a", 1], ["b", -1]]`, with every path checked. */
 function parseKey(key: components['schemas']['IndexCreate']['key']): IndexKey {
   const out: IndexKey = key.map((entry) => {
     const [path, dir] =
-      typeof entry === 'string' ? [entry, 1 as const] : (Object.entries(entry)[0] as [string, 1 | -1]);
+      typeof entry === 'string'
+        ? [entry, 1 as const]
+        : (Object.entries(entry)[0] as [string, 1 | -1 | 'text']);
     parsePath(path, 'index field');
     if (path === '_id' || path.startsWith('_id.'))
       throw new QueryError(`'${path}' is covered by the built-in _id_ index; index other fields.`);
@@ -53,7 +72,13 @@ export function indexHandlers({ sql, statistics, catalog }: HandlerDeps) {
         `A collection has at most ${MAX_INDEXES} indexes besides _id_; delete one first.`,
       );
     const key = parseKey(body.key);
-    const outcome = await createIndexRow(sql, c, body.name, key, body.unique ?? false);
+    const text = textOptions(body);
+    checkTextIndex(key, body.unique ?? false, text);
+    const outcome = await createIndexRow(sql, c, body.name, key, body.unique ?? false, { ...text });
+    if ('textIndex' in outcome)
+      throw errors.badRequest(
+        `only one text index per collection allowed, found existing text index "${outcome.textIndex}".`,
+      );
     if ('exists' in outcome) throw errors.indexExists(body.name);
     if ('duplicates' in outcome)
       throw errors.duplicateKey(

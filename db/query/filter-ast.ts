@@ -4,6 +4,7 @@ import { describeValue } from './json.js';
 import { parseJsonSchema, type Schema } from './json-schema.js';
 import { type FieldPath, parsePath } from './path.js';
 import { compileRegexJs, translateRegex } from './regex.js';
+import { parseTextOperator, type TextSearch } from './text-search.js';
 
 /** A parsed MongoDB query filter. */
 export type Filter =
@@ -12,7 +13,10 @@ export type Filter =
   | { kind: 'field'; path: FieldPath; cond: Cond }
   | { kind: 'jsonSchema'; schema: Schema }
   /** `$expr`: an aggregation expression on the whole document, true where it is truthy. */
-  | { kind: 'expr'; expr: Expr };
+  | { kind: 'expr'; expr: Expr }
+
+  /** `$text`: only at the top, or in a top-level `$and` (checkTextPlacement). */
+  | { kind: 'text'; search: TextSearch };
 
 export type Scalar = null | boolean | number | string;
 
@@ -117,6 +121,7 @@ export const SUPPORTED_QUERY_OPERATORS = [
   '$comment',
   '$jsonSchema',
   '$expr',
+  '$text',
 ];
 
 export const MAX_QUERY_DEPTH = 32;
@@ -139,6 +144,8 @@ export interface ParseOptions {
   banSpecial?: boolean;
   /** Refuses `$expr`, naming the place: filters on array elements ($pull, arrayFilters). */
   noExpr?: string;
+  /** Whether `$text` may appear (default true): not in a filter on array elements, as in MongoDB. */
+  text?: boolean;
 }
 
 /**
@@ -152,7 +159,60 @@ export function pinsOneId(filter: Filter): boolean {
 
 export function parseFilter(query: unknown, options: ParseOptions = {}): Filter {
   if (!isPlainObject(query)) throw new QueryError('The query must be a JSON object.');
-  return parseQueryObject(query, { nodes: 0, ...options }, 0);
+  const { text = true, ...rest } = options;
+  const filter = parseQueryObject(query, { nodes: 0, ...rest }, 0);
+  checkTextPlacement(filter, text);
+  return filter;
+}
+
+/** The query's `$text`, if it has one (at most one, at the top or in a top-level `$and`). */
+export function textSearchOf(filter: Filter): TextSearch | undefined {
+  if (filter.kind === 'text') return filter.search;
+  if (filter.kind !== 'and') return undefined;
+  for (const child of filter.children) {
+    const found = textSearchOf(child);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** MongoDB's rules for where `$text` may be, with its words where it has them. */
+function checkTextPlacement(filter: Filter, allowed: boolean): void {
+  let count = 0;
+  const visit = (f: Filter, context: 'top' | 'or' | 'nor' | 'elemMatch'): void => {
+    switch (f.kind) {
+      case 'text':
+        if (!allowed)
+          throw new QueryError('$text is not allowed in this context (a filter on array elements).');
+        if (++count > 1) throw new QueryError('Too many text expressions: a query holds at most one $text.');
+        if (context === 'nor') throw new QueryError('text expression not allowed in nor.');
+        if (context === 'or')
+          throw new QueryError(
+            '$text under $or is not supported; put $text at the top level or in a top-level $and.',
+          );
+        if (context === 'elemMatch') throw new QueryError('$text is not allowed inside $elemMatch.');
+        return;
+      case 'and':
+        for (const c of f.children) visit(c, context);
+        return;
+      case 'or':
+      case 'nor':
+        for (const c of f.children) visit(c, context === 'top' || context === 'or' ? f.kind : context);
+        return;
+      case 'field':
+        visitCond(f.cond);
+        return;
+      default:
+        return;
+    }
+  };
+  const visitCond = (c: Cond): void => {
+    if (c.op === 'elemMatch') visit(c.filter, 'elemMatch');
+    else if (c.op === 'and') c.conds.forEach(visitCond);
+    else if (c.op === 'not') visitCond(c.cond);
+    else if (c.op === 'elemMatchValue') visitCond(c.cond);
+  };
+  visit(filter, 'top');
 }
 
 function count(state: ParseState) {
@@ -199,9 +259,11 @@ function parseTopLevelOperator(op: string, value: Json, state: ParseState, depth
     case '$expr':
       if (state.noExpr !== undefined) throw new QueryError(`$expr is not allowed ${state.noExpr}.`);
       return { kind: 'expr', expr: parseExpression(value, '$expr') };
+    case '$text':
+      return { kind: 'text', search: parseTextOperator(value) };
     default:
       throw new QueryError(
-        `Unknown top-level query operator '${op}'. Supported: $and, $or, $nor, $expr, $jsonSchema, $comment, and field conditions.`,
+        `Unknown top-level query operator '${op}'. Supported: $and, $or, $nor, $expr, $jsonSchema, $text, $comment, and field conditions.`,
       );
   }
 }

@@ -49,6 +49,12 @@ export function matchFilter(doc: Json, filter: Filter, details?: MatchDetails): 
       return matchSchema(doc, filter.schema);
     case 'expr':
       return truthy(evaluateExpression(filter.expr, doc));
+    case 'text':
+      // Words and stems exist only in the database. A filter holding $text reaches here only as a
+      // route's query (parseFilter keeps it out of arrayFilters, $pull and $elemMatch), evaluated
+      // on a document that query's SQL matched (positional $ in updates and projections), so it
+      // holds; the rest of the query still decides which array element matched.
+      return true;
   }
 }
 

@@ -5,6 +5,7 @@ import type { Cond, Filter, Scalar, TypeName } from './filter-ast.js';
 import { compileSchema } from './json-schema.js';
 import type { Params } from './params.js';
 import { type FieldPath, full, type Nav, navs, nullOrMissing, rootNavs } from './path.js';
+import { compileTextMatch, type TextIndexRef } from './text-search.js';
 
 /** Where an indexed path's keys live: generated columns on the collection table, or the primary key. */
 export interface IndexedPath {
@@ -23,6 +24,20 @@ export interface IndexedPath {
 export interface FilterContext {
   params: Params;
   indexed(path: string): IndexedPath | undefined;
+  /** The collection's text index, which `$text` needs. */
+  text?: TextIndexRef | undefined;
+}
+
+/**
+ * MongoDB's error for `$text` on a collection without a text index. Its own class: a cached
+ * catalog entry may predate a text index another process created (db/catalog-cache.ts).
+ */
+export class TextIndexRequired extends QueryError {}
+
+function textIndexRequired(): QueryError {
+  return new TextIndexRequired(
+    'text index required for $text query: create an index with "text" fields first.',
+  );
 }
 
 const FALSE = '(1 == 0)';
@@ -133,6 +148,9 @@ class SqlCompiler {
       case 'expr':
         // Only ever on the row's document: parseFilter refuses $expr inside $elemMatch.
         return truthySql(compileExpression(f.expr, { params: this.ctx.params, current: this.doc }));
+      case 'text':
+        if (!this.ctx.text) throw textIndexRequired();
+        return compileTextMatch(f.search, this.ctx.text, this.ctx.params);
     }
   }
 
@@ -407,6 +425,9 @@ export class JsonpathCompiler {
         );
       case 'expr':
         throw new QueryError('$expr can only be applied to the top-level document.');
+      case 'text':
+        // parseFilter keeps $text out of $elemMatch, the only filter compiled to jsonpath.
+        throw new QueryError('$text is not allowed inside $elemMatch.');
     }
   }
 

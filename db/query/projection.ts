@@ -1,8 +1,9 @@
 import { isPlainObject, type Json, type JsonObject, QueryError } from './errors.js';
-import { type Cond, type Filter, parseFilter } from './filter-ast.js';
+import { type Cond, type Filter, parseFilter, textSearchOf } from './filter-ast.js';
 import { type MatchDetails, matchFilter, matchPath } from './filter-match.js';
 import { cloneJson, describeValue, getOwn, idFirst, setOwn } from './json.js';
 import { MAX_PATH_LENGTH, splitPath } from './path.js';
+import { textScoreUnavailable } from './sort.js';
 
 /**
  * MongoDB's find() projection (the request's `fields`), applied in memory to JSON documents.
@@ -49,13 +50,21 @@ export interface Projection {
   /** Added after the tree's fields, as MongoDB 4.4+ places them. */
   readonly elemMatches?: readonly ElemMatchSpec[];
   readonly positional?: PositionalSpec;
+  /** Top-level fields that get the `$text` score (`{"$meta": "textScore"}`), added last. */
+  readonly textScores?: readonly string[];
+}
+
+/** What a projection may add that is not in the document. */
+export interface DocumentMeta {
+  textScore?: number;
 }
 
 type Leaf =
   | { kind: 'include' }
   | { kind: 'exclude' }
   | { kind: 'slice'; skip?: number; limit: number }
-  | { kind: 'elemMatch'; cond: ElemMatchSpec['cond'] };
+  | { kind: 'elemMatch'; cond: ElemMatchSpec['cond'] }
+  | { kind: 'textScore' };
 type ParseNode = Map<string, ParseNode | Leaf>;
 
 interface ParseContext {
@@ -101,27 +110,38 @@ export function parseProjection(fields: unknown, query?: Filter): Projection {
   const mode = ctx.mode ?? (ctx.idIncluded ? 'inclusion' : 'exclusion');
   const slices: SliceSpec[] = [];
   const elemMatches: ElemMatchSpec[] = [];
-  const tree = buildTree(ctx.root, mode, [], slices, elemMatches);
+  const textScores: string[] = [];
+  const tree = buildTree(ctx.root, mode, [], slices, elemMatches, textScores);
   if (mode === 'inclusion' && !ctx.idSpecified) tree.set('_id', true);
   return {
     mode,
     tree,
     slices,
     ...(elemMatches.length > 0 && { elemMatches }),
+    ...(textScores.length > 0 && { textScores }),
     ...(ctx.positional && { positional: ctx.positional }),
   };
 }
 
 /** Whether the projection keeps every field as it is (no `fields`, or `{}`): then there is nothing to apply. */
 export function projectsEverything(projection: Projection): boolean {
-  return projection.mode === 'exclusion' && projection.tree.size === 0 && projection.slices.length === 0;
+  return (
+    projection.mode === 'exclusion' &&
+    projection.tree.size === 0 &&
+    projection.slices.length === 0 &&
+    projection.textScores === undefined
+  );
 }
 
 /**
  * Returns a NEW document shaped by the projection, with `_id` (when present in the output) as the
  * FIRST key. Throws QueryError when a positional projection finds no element the query matched.
  */
-export function applyProjection(doc: JsonObject, projection: Projection): JsonObject {
+export function applyProjection(
+  doc: JsonObject,
+  projection: Projection,
+  meta: DocumentMeta = {},
+): JsonObject {
   const source = projection.positional ? positionalCut(doc, projection.positional) : doc;
   const out =
     projection.mode === 'inclusion'
@@ -139,6 +159,10 @@ export function applyProjection(doc: JsonObject, projection: Projection): JsonOb
     );
     // No matching element: the field is left out, as MongoDB does.
     if (first !== undefined) setOwn(out, field, [cloneJson(first)]);
+  }
+  for (const field of projection.textScores ?? []) {
+    if (meta.textScore === undefined) throw textScoreUnavailable(`the projection of '${field}'`);
+    setOwn(out, field, meta.textScore);
   }
   return idFirst(out);
 }
@@ -238,9 +262,11 @@ function parseElement(
     } else if (op === '$elemMatch') {
       addLeaf(ctx, path, parseElemMatch(ctx, path, value[op]));
       setMode(ctx, 'inclusion', text);
+    } else if (op === '$meta') {
+      addLeaf(ctx, path, parseMeta(ctx, path, value[op]));
     } else {
       throw new QueryError(
-        `The projection operator ${op} (at path ${text}) is not supported; only $slice and $elemMatch are.`,
+        `The projection operator ${op} (at path ${text}) is not supported; only $slice, $elemMatch and $meta are.`,
       );
     }
     return;
@@ -295,6 +321,20 @@ function parsePositional(ctx: ParseContext, path: string[], text: string, value:
   ctx.positional = { path, text: path.join('.'), query: ctx.query };
 }
 
+/** `{"$meta": "textScore"}` on a top-level field: the query's `$text` score. It decides no mode. */
+function parseMeta(ctx: ParseContext, path: string[], arg: Json | undefined): Leaf {
+  const text = path.join('.');
+  if (arg !== 'textScore')
+    throw new QueryError(
+      `The projection $meta (at path ${text}) supports only "textScore", not ${describe(arg)}.`,
+    );
+  if (path.length > 1)
+    throw new QueryError(`The projection $meta "textScore" goes on a top-level field, not on '${text}'.`);
+  if (ctx.query === undefined || textSearchOf(ctx.query) === undefined)
+    throw textScoreUnavailable(`the projection of '${text}'`);
+  return { kind: 'textScore' };
+}
+
 /** MongoDB's rule: some condition anywhere in the query (also under $or, $nor) on a path starting with the field. */
 function conditionOn(filter: Filter, field: string): boolean {
   switch (filter.kind) {
@@ -304,6 +344,7 @@ function conditionOn(filter: Filter, field: string): boolean {
     case 'field':
       return filter.path.segments[0] === field;
     case 'jsonSchema':
+    case 'text':
       return false;
     default:
       return filter.children.some((c) => conditionOn(c, field));
@@ -416,11 +457,12 @@ function buildTree(
   prefix: string[],
   slices: SliceSpec[],
   elemMatches: ElemMatchSpec[],
+  textScores: string[],
 ): Map<string, ProjectionTree | true> {
   const tree = new Map<string, ProjectionTree | true>();
   for (const [key, child] of node) {
     if (child instanceof Map) {
-      const sub = buildTree(child, mode, [...prefix, key], slices, elemMatches);
+      const sub = buildTree(child, mode, [...prefix, key], slices, elemMatches, textScores);
       // In an exclusion, a branch holding only slices drops nothing.
       if (sub.size > 0) tree.set(key, sub);
       continue;
@@ -429,6 +471,10 @@ function buildTree(
       case 'elemMatch':
         // Not in the tree: applyProjection adds the field after the others.
         elemMatches.push({ field: key, cond: child.cond });
+        break;
+      case 'textScore':
+        // Likewise; in an exclusion the field is set over whatever the document holds there.
+        textScores.push(key);
         break;
       case 'slice':
         slices.push({ path: [...prefix, key], skip: child.skip, limit: child.limit });

@@ -6,18 +6,34 @@ import { missingPredicate, parsePath, rootNavs } from './path.js';
 export interface SortKey {
   path: string;
   dir: 1 | -1;
+  /** `{"$meta": "textScore"}`: by the query's `$text` score, highest first (`dir` is -1). */
+  meta?: 'textScore';
+}
+
+/** MongoDB's words when the score is asked for and the query has no `$text`. */
+export function textScoreUnavailable(where: string): QueryError {
+  return new QueryError(
+    `query requires text score metadata, but it is not available (${where} asks for {"$meta": "textScore"}; the query needs a $text).`,
+  );
 }
 
 export const MAX_SORT_KEYS = 32;
 
-/** `{"a": 1, "b.c": -1}` → keys in order. Values are validated by the spec (1 or -1). */
-export function parseSort(sort: unknown): SortKey[] {
+/**
+ * `{"a": 1, "b.c": -1}` → keys in order. Values are validated by the spec (1, -1 or the text
+ * score's `$meta`); `hasText` says whether the query has a `$text`, which the score needs.
+ */
+export function parseSort(sort: unknown, hasText = false): SortKey[] {
   if (sort === undefined) return [];
   if (!isPlainObject(sort)) throw new QueryError('sort must be an object such as {"age": -1}.');
   const keys = Object.entries(sort);
   if (keys.length > MAX_SORT_KEYS) throw new QueryError(`sort has more than ${MAX_SORT_KEYS} keys.`);
-  return keys.map(([path, dir]) => {
+  return keys.map(([path, dir]): SortKey => {
     parsePath(path, 'sort path');
+    if (isPlainObject(dir) && dir.$meta === 'textScore' && Object.keys(dir).length === 1) {
+      if (!hasText) throw textScoreUnavailable(`sort on '${path}'`);
+      return { path, dir: -1, meta: 'textScore' };
+    }
     if (dir !== 1 && dir !== -1)
       throw new QueryError(`sort on '${path}' must be 1 or -1, not ${JSON.stringify(dir)}.`);
     return { path, dir };
@@ -27,6 +43,8 @@ export function parseSort(sort: unknown): SortKey[] {
 export interface SortColumns {
   /** The key columns for a path in each direction, when an index covers it. */
   indexed(path: string): (IndexedPath & { desc?: string }) | undefined;
+  /** The `$text` score as a non-negative float4 (text-search.ts), for a `$meta` sort. */
+  textScore?: (() => string) | undefined;
 }
 
 /** One expression of the ORDER BY, with its direction: the keyset of a cursor compares the same. */
@@ -45,7 +63,14 @@ export interface OrderKey {
  */
 export function compileOrderKeys(keys: SortKey[], columns: SortColumns, params: Params): OrderKey[] {
   const parts: OrderKey[] = [];
-  for (const { path, dir } of keys) {
+  for (const { path, dir, meta } of keys) {
+    if (meta === 'textScore') {
+      if (!columns.textScore) throw textScoreUnavailable('the sort');
+      // float4send of a non-negative float sorts bytewise as the number does: a bytea like the
+      // other keys, so cursors take it as they take them.
+      parts.push({ sql: `float4send(${columns.textScore()})`, dir: -1 });
+      continue;
+    }
     if (path === '_id') {
       parts.push({ sql: 'id', dir });
       return parts; // _id is unique: later keys cannot change the order
@@ -69,7 +94,7 @@ export function documentSortKey(path: string, dir: 1 | -1, params: Params): stri
 
 /** How many expressions compileOrderKeys gives for a sort, known before the catalog is. */
 export function orderKeyCount(keys: SortKey[]): number {
-  const id = keys.findIndex((k) => k.path === '_id');
+  const id = keys.findIndex((k) => k.path === '_id' && k.meta === undefined);
   return id === -1 ? keys.length + 1 : id + 1;
 }
 

@@ -324,6 +324,7 @@ function pullFilter(path: UpdatePath, query: JsonObject): Filter {
     return parseFilter(query, {
       banSpecial: true,
       noExpr: "in $pull's condition, which applies to array elements",
+      text: false,
     });
   } catch (err) {
     if (err instanceof QueryError)

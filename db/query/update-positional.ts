@@ -67,6 +67,7 @@ export function parseArrayFilters(raw: unknown): Map<string, Filter> {
       filter = parseFilter(item, {
         banSpecial: true,
         noExpr: 'in arrayFilters, which apply to array elements',
+        text: false,
       });
     } catch (err) {
       if (err instanceof QueryError) throw new QueryError(`${at}: ${err.message}`);
@@ -112,8 +113,7 @@ export function checkFiltersUsed(
 
 function topLevelNames(filter: Filter, out = new Set<string>()): Set<string> {
   if (filter.kind === 'field') out.add(filter.path.segments[0] as string);
-  else if (filter.kind !== 'all' && filter.kind !== 'jsonSchema' && filter.kind !== 'expr')
-    for (const c of filter.children) topLevelNames(c, out);
+  else if ('children' in filter) for (const c of filter.children) topLevelNames(c, out);
   return out;
 }
 

@@ -271,7 +271,11 @@ const ERRORS: [name: string, read: Read, detail: RegExp][] = [
     { fields: { comments: { $slice: [1, 0] } } },
     /\$slice limit must be positive, got 0 \(at path comments\)/,
   ],
-  ['$meta', { fields: { score: { $meta: 'textScore' } } }, /\$meta \(at path score\) is not supported/],
+  [
+    '$meta without $text',
+    { fields: { score: { $meta: 'textScore' } } },
+    /text score metadata, but it is not available/,
+  ],
 ];
 
 for (const indexed of [false, true]) {

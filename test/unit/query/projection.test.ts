@@ -701,11 +701,13 @@ const errors: ErrorCase[] = [
   ['_id against a sub-path of _id', { _id: 0, '_id.x': 1 }, /Path collision at _id\.x/],
 
   // Unsupported operators and $-paths.
+  ['$meta without $text in the query', { score: { $meta: 'textScore' } }, /text score metadata/],
   [
-    '$meta',
-    { score: { $meta: 'textScore' } },
-    /\$meta \(at path score\) is not supported; only \$slice and \$elemMatch are/,
+    '$meta other than textScore',
+    { score: { $meta: 'indexKey' } },
+    /\$meta \(at path score\) supports only "textScore"/,
   ],
+  ['$meta on a dotted path', { 'a.score': { $meta: 'textScore' } }, /top-level field/],
   ['an unknown operator', { a: { $foo: 1 } }, /\$foo .*not supported/],
   ['a top-level $ key', { $a: 1 }, /'\$a' has a segment starting with '\$' \('\$a'\).*not supported/],
   ['a $ segment', { 'a.$b': 0 }, /'a\.\$b' .*\('\$b'\)/],

@@ -846,7 +846,7 @@ describe('aggregate refuses what MongoDB refuses, naming it', () => {
     ],
     ['$sort {}', [{ $sort: {} }], /at least one sort key/],
     ['$sort 2', [{ $sort: { a: 2 } }], /must be 1 or -1/],
-    ['$sort $meta', [{ $sort: { a: { $meta: 'textScore' } } }], /must be 1 or -1/],
+    ['$sort $meta', [{ $sort: { a: { $meta: 'textScore' } } }], /query requires text score metadata/],
     ['$skip -1', [{ $skip: -1 }], /must not be negative/],
     ['$skip 1.5', [{ $skip: 1.5 }], /must be an integer/],
     ['$limit 0', [{ $limit: 0 }], /must be positive/],

@@ -518,6 +518,18 @@ export interface paths {
          *     an array are not constrained by it. Creating a unique index over existing duplicates
          *     answers `409` and leaves nothing behind. The build rewrites the collection's table once and
          *     blocks writes to the collection while it runs. At most 63 indexes besides `_id_`.
+         *
+         *     Options, as MongoDB's: `partialFilterExpression` keeps in the index only the documents
+         *     matching it (equality, `$eq`, `$exists: true`, `$gt`, `$gte`, `$lt`, `$lte`, `$type`, `$in`,
+         *     `$and`, `$or`; operands that are objects or arrays are refused), and a query uses the index
+         *     only when its filter implies that expression; with `unique`, uniqueness holds only among
+         *     those documents. `sparse: true` leaves out documents that have none of the indexed fields
+         *     (a sparse unique index lets many lack them); it cannot be combined with
+         *     `partialFilterExpression`. `expireAfterSeconds` (single-field indexes only) makes a TTL
+         *     index: documents whose field holds a date (an ISO 8601 string with a time zone, or an
+         *     array holding one: its earliest) are deleted in the background once that many seconds have
+         *     passed, within `TTL_INTERVAL_SECONDS` (default 60) more. The listing reports every option
+         *     as given.
          */
         post: operations["createIndex"];
         delete?: never;
@@ -1398,6 +1410,15 @@ export interface components {
             key: components["schemas"]["IndexKeyEntry"][];
             /** @description Default `false`. */
             unique?: boolean;
+            partialFilterExpression?: components["schemas"]["PartialFilterExpression"];
+            /** @description Leave out documents that have none of the indexed fields. Default `false`. */
+            sparse?: boolean;
+            /** @description A TTL index (single field): documents expire this many seconds after the date in the field. */
+            expireAfterSeconds?: number;
+        };
+        /** @description The documents a partial index holds, as a query (`{"active": true}`), in MongoDB's subset for partial indexes. */
+        PartialFilterExpression: {
+            [key: string]: unknown;
         };
         Index: {
             name: components["schemas"]["IndexName"];
@@ -1406,6 +1427,11 @@ export interface components {
                 [key: string]: 1 | -1;
             }[];
             unique: boolean;
+            partialFilterExpression?: components["schemas"]["PartialFilterExpression"];
+            /** @description Leave out documents that have none of the indexed fields. As given at creation, when given. */
+            sparse?: boolean;
+            /** @description A TTL index (single field): documents expire this many seconds after the date in the field. */
+            expireAfterSeconds?: number;
         };
         IndexEnvelope: {
             result: components["schemas"]["Index"];

@@ -3,9 +3,11 @@ import {
   deleteIndex as deleteIndexRow,
   ID_INDEX_NAME,
   type IndexKey,
+  type IndexOptions,
   type IndexRow,
 } from '../db/collections.js';
 import { QueryError } from '../db/query/errors.js';
+import { parseIndexKind } from '../db/query/index-options.js';
 import { parsePath } from '../db/query/path.js';
 import { errors } from '../errors.js';
 import type { components } from '../generated/openapi.js';
@@ -17,8 +19,24 @@ type Index = components['schemas']['Index'];
 /** MongoDB's limit is 64 including _id_; each field also adds three columns to the table. */
 export const MAX_INDEXES = 63;
 
-function present(ix: Pick<IndexRow, 'name' | 'key' | 'is_unique'>): Index {
-  return { name: ix.name, key: ix.key.map(([path, dir]) => ({ [path]: dir })), unique: ix.is_unique };
+/** The index as created: its options are reported as given. */
+function present(ix: Pick<IndexRow, 'name' | 'key' | 'is_unique' | 'options'>): Index {
+  return {
+    name: ix.name,
+    key: ix.key.map(([path, dir]) => ({ [path]: dir })),
+    unique: ix.is_unique,
+    ...ix.options,
+  };
+}
+
+/** The request's options besides name, key and unique, checked against each other and the key. */
+function parseOptions(body: components['schemas']['IndexCreate'], key: IndexKey): IndexOptions {
+  const { name: _name, key: _key, unique: _unique, ...options } = body;
+  parseIndexKind(
+    key.map(([p]) => p),
+    options,
+  );
+  return options as IndexOptions;
 }
 
 /** `["a", {"b": -1}]` → `[["a", 1], ["b", -1]]`, with every path checked. */
@@ -40,7 +58,7 @@ function parseKey(key: components['schemas']['IndexCreate']['key']): IndexKey {
 export function indexHandlers({ sql, statistics, catalog }: HandlerDeps) {
   const listIndexes: Handler<'listIndexes'> = async ({ params }) => {
     const c = await requireCollection(sql, params.name, params.storage_name);
-    const builtIn = present({ name: ID_INDEX_NAME, key: [['_id', 1]], is_unique: true });
+    const builtIn = present({ name: ID_INDEX_NAME, key: [['_id', 1]], is_unique: true, options: {} });
     const rest = [...c.indexes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map(present);
     return { status: 200, body: { result: [builtIn, ...rest] } };
   };
@@ -53,7 +71,8 @@ export function indexHandlers({ sql, statistics, catalog }: HandlerDeps) {
         `A collection has at most ${MAX_INDEXES} indexes besides _id_; delete one first.`,
       );
     const key = parseKey(body.key);
-    const outcome = await createIndexRow(sql, c, body.name, key, body.unique ?? false);
+    const options = parseOptions(body, key);
+    const outcome = await createIndexRow(sql, c, body.name, key, body.unique ?? false, options);
     if ('exists' in outcome) throw errors.indexExists(body.name);
     if ('duplicates' in outcome)
       throw errors.duplicateKey(

@@ -27,6 +27,8 @@ export function parseSort(sort: unknown): SortKey[] {
 export interface SortColumns {
   /** The key columns for a path in each direction, when an index covers it. */
   indexed(path: string): (IndexedPath & { desc?: string }) | undefined;
+  /** A compound index's key columns that give the whole sort (the sort's directions apply). */
+  compound?(keys: SortKey[]): { columns: string[] } | undefined;
 }
 
 /** One expression of the ORDER BY, with its direction: the keyset of a cursor compares the same. */
@@ -45,6 +47,14 @@ export interface OrderKey {
  */
 export function compileOrderKeys(keys: SortKey[], columns: SortColumns, params: Params): OrderKey[] {
   const parts: OrderKey[] = [];
+  const whole = columns.compound?.(keys);
+  if (whole) {
+    keys.forEach(({ dir }, n) => {
+      parts.push({ sql: whole.columns[n] as string, dir });
+    });
+    parts.push({ sql: 'id', dir: keys.at(-1)?.dir === -1 ? -1 : 1 });
+    return parts;
+  }
   for (const { path, dir } of keys) {
     if (path === '_id') {
       parts.push({ sql: 'id', dir });

@@ -71,7 +71,7 @@ export function indexKind(ix: Pick<IndexRow, 'key' | 'options'>): IndexKind {
   );
 }
 
-function tableOf(workplaceId: string, collectionId: string): string {
+export function tableOf(workplaceId: string, collectionId: string): string {
   return `"${workplaceSchema(workplaceId)}"."c_${catalogId(collectionId)}"`;
 }
 

@@ -513,7 +513,7 @@ export interface paths {
          * Create an index
          * @description Creates a real PostgreSQL index over the given document fields: equality, `$in`, ranges,
          *     sorts and counts on them use it. A single-field index serves sorts in both directions, a
-         *     compound index the directions it was declared with. `unique: true` makes it unique,
+         *     compound index the directions it was declared with, or all of them reversed. `unique: true` makes it unique,
          *     treating a missing field as `null` (as MongoDB does); documents whose indexed path crosses
          *     an array are not constrained by it. Creating a unique index over existing duplicates
          *     answers `409` and leaves nothing behind. The build rewrites the collection's table once and

@@ -224,6 +224,46 @@ describe('sparse indexes', () => {
   });
 });
 
+describe('compound indexes with mixed directions', () => {
+  // The same documents with and without the index: the index may change the plan, never the order.
+  const docs = [
+    { _id: 1, a: 1, b: 1 },
+    { _id: 2, a: 1, b: 2 },
+    { _id: 3, a: 2, b: 1 },
+    { _id: 4, b: 5 },
+    { _id: 5, a: null, b: 3 },
+    { _id: 6, a: 'x', b: 0 },
+    { _id: 7, a: 1, b: 2 },
+  ];
+  const arrays = [
+    { _id: 8, a: [0, 3], b: 1 },
+    { _id: 9, a: 2, b: [0, 9] },
+  ];
+  it.each([
+    ['without arrays', docs],
+    ['with arrays (multikey)', [...docs, ...arrays]],
+  ])('sort as MongoDB does, %s', async (_label, set) => {
+    const plain = await freshCollection(t);
+    const indexed = await freshCollection(t);
+    await createIndex(indexed.url, { name: 'ab', key: [{ a: 1 }, { b: -1 }] });
+    await plain.insert(set);
+    await indexed.insert(set);
+    for (const sort of [
+      { a: 1, b: -1 },
+      { a: -1, b: 1 },
+      { a: 1, b: 1 },
+      { a: -1, b: -1 },
+    ] as const) {
+      const want = await plain.ids({ query: {}, sort });
+      expect(await indexed.ids({ query: {}, sort }), JSON.stringify(sort)).toEqual(want);
+      // Page by page with a cursor too.
+      const first = await indexed.call('read', { query: {}, sort, limit: 4 });
+      const rest = await indexed.call('read', { query: {}, sort, limit: 100, cursor: first.body.next });
+      expect([...first.body.result, ...rest.body.result].map((d: { _id: number }) => d._id)).toEqual(want);
+    }
+  });
+});
+
 describe('with 5,000 documents, the planner', () => {
   const DOCS = 5000;
   let workplace: string;

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findCollection } from '../../db/collections.js';
-import { expiredStatement, startTtlSweeper, sweepExpired } from '../../db/ttl.js';
+import { deleteExpiredStatement, startTtlSweeper, sweepExpired } from '../../db/ttl.js';
 import { openTestDatabase, startTestApp, type TestApp } from '../helpers/app.js';
 import { freshCollection } from './storage-helpers.js';
 
@@ -104,14 +104,15 @@ describe('TTL indexes', () => {
     if (!ix) throw new Error('no index');
     await t.sql.unsafe(`analyze ${c.table}`);
     const plan = (
-      await t.sql.unsafe<{ 'QUERY PLAN': string }[]>(`explain ${expiredStatement(c.table, ix.id, false)}`, [
-        '60',
-        '1000',
-      ])
+      await t.sql.unsafe<{ 'QUERY PLAN': string }[]>(
+        `explain ${deleteExpiredStatement(c.table, ix.id, false)}`,
+        ['60', '1000'],
+      )
     )
       .map((r) => r['QUERY PLAN'])
       .join('\n');
     expect(plan, plan).toMatch(/Index Scan using x\d+_t/);
+    expect(plan, plan).toMatch(/Tid Scan/);
     expect(plan, plan).not.toMatch(/Seq Scan/);
   });
 

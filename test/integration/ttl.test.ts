@@ -173,6 +173,33 @@ describe('TTL indexes', () => {
     }
   });
 
+  it('a document refreshed while a pass runs is never deleted after its refresh', async () => {
+    await sweepExpired(t.sql);
+    const col = await ttlCollection(0);
+    const N = 400;
+    await col.insert(Array.from({ length: N }, (_, i) => ({ _id: i, at: iso(-HOUR - i) })));
+    const refreshed = new Set<number>();
+    const touch = async (id: number) => {
+      const res = await col.call('update', { query: { _id: id }, doc: { $set: { at: iso(HOUR) } } });
+      expect(res.status, res.text).toBe(200);
+      if (res.body.result.matchedCount === 1) refreshed.add(id);
+    };
+    const sweeping = (async () => {
+      while ((await sweepExpired(t.sql, 10)).deleted > 0);
+    })();
+    // Refreshes in the order the pass deletes (oldest first is the highest _id), 8 at a time.
+    const order = Array.from({ length: N }, (_, i) => N - 1 - i);
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let id = order.shift(); id !== undefined; id = order.shift()) await touch(id);
+      }),
+    );
+    await sweeping;
+    await sweepExpired(t.sql);
+    // Every document whose refresh found it survives; every other one has expired.
+    expect(await remaining(col)).toEqual([...refreshed].sort((x, y) => x - y));
+  });
+
   it('an index dropped or a collection deleted meanwhile is no error', async () => {
     const col = await ttlCollection(0);
     await col.insert([{ _id: 1, at: iso(-HOUR) }]);

@@ -121,6 +121,23 @@ describe('partial indexes', () => {
     );
   });
 
+  it('concurrent inserts of one value: one document in the filter, any number outside it', async () => {
+    const col = await freshCollection(t);
+    await createIndex(col.url, {
+      name: 'u',
+      key: ['username'],
+      unique: true,
+      partialFilterExpression: { active: true },
+    });
+    const insert = (active: boolean) => col.call('create', { docs: [{ username: 'zed', active }] });
+    const statuses = await Promise.all(Array.from({ length: 16 }, (_, i) => insert(i % 2 === 0)));
+    const inside = statuses.filter((_, i) => i % 2 === 0).map((r) => r.status);
+    expect(inside.filter((s) => s === 201)).toHaveLength(1);
+    expect(inside.filter((s) => s === 409)).toHaveLength(7);
+    expect(statuses.filter((_, i) => i % 2 === 1).every((r) => r.status === 201)).toBe(true);
+    expect((await col.call('count', { query: { username: 'zed' } })).body.result.count).toBe(9);
+  });
+
   it('creating a unique partial index checks only the matching documents', async () => {
     const col = await freshCollection(t);
     await col.insert([
@@ -322,6 +339,9 @@ describe('with 5,000 documents, the planner', () => {
     const plan = await planOf(query);
     expect(plan, plan).toMatch(/Index Scan using x\d+_a|Bitmap Index Scan on x\d+_a/);
     expect(plan, plan).not.toMatch(/Seq Scan/);
+    const count = await planOf(query, undefined, 'count');
+    expect(count, count).toMatch(/Index Scan using x\d+_a|Bitmap Index Scan on x\d+_a/);
+    expect(count, count).not.toMatch(/Seq Scan/);
   });
 
   it.each([

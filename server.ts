@@ -6,6 +6,7 @@ import { DataDirLockedError } from './db/embedded.js';
 import { migrate } from './db/migrate.js';
 import { type Database, openDatabase } from './db/open.js';
 import type { Sql } from './db/sql.js';
+import { Statistics } from './db/statistics.js';
 import { findAdminTokenHash, insertAdminToken } from './db/tokens.js';
 import { startTtlSweeper } from './db/ttl.js';
 import { stdoutLogDestination } from './http/log-destination.js';
@@ -90,7 +91,12 @@ async function main(): Promise<void> {
     },
   });
 
-  const ttl = startTtlSweeper(db.sql, log, config.ttlIntervalSeconds * 1000);
+  const ttl = startTtlSweeper(
+    db.sql,
+    log,
+    config.ttlIntervalSeconds * 1000,
+    new Statistics(db.sql, (err) => log.warn({ err }, 'VACUUM after a TTL pass failed')),
+  );
 
   let stopping = false;
   const shutdown = async (signal: string) => {

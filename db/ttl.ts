@@ -1,5 +1,6 @@
 import { tableOf } from './collections.js';
 import type { Sql } from './sql.js';
+import type { Statistics } from './statistics.js';
 import { catalogId } from './workplaces.js';
 
 /**
@@ -37,7 +38,11 @@ export interface SweepResult {
  * for the next pass. A document is deleted once: DELETE of a row another transaction deleted
  * affects nothing.
  */
-export async function sweepExpired(sql: Sql, batch = TTL_BATCH): Promise<SweepResult> {
+export async function sweepExpired(
+  sql: Sql,
+  batch = TTL_BATCH,
+  noteDeleted: (table: string, rows: number) => void = () => {},
+): Promise<SweepResult> {
   const indexes = await sql<TtlIndex[]>`
     select i.id::text as id, c.workplace_id::text as wid, c.id::text as cid,
       (i.options->>'expireAfterSeconds') as seconds,
@@ -47,15 +52,18 @@ export async function sweepExpired(sql: Sql, batch = TTL_BATCH): Promise<SweepRe
     order by i.id`;
   const result: SweepResult = { deleted: 0, skipped: 0 };
   for (const ix of indexes) {
+    let deleted = 0;
     for (;;) {
       const n = await deleteBatch(sql, ix, batch);
       if (n === undefined) {
         result.skipped++;
         break;
       }
-      result.deleted += n;
+      deleted += n;
       if (n < batch) break;
     }
+    result.deleted += deleted;
+    if (deleted > 0) noteDeleted(tableOf(ix.wid, ix.cid), deleted);
   }
   return result;
 }
@@ -109,15 +117,24 @@ export interface TtlSweeper {
 /**
  * Runs a pass every `intervalMs`, counted from the end of the previous one (passes never overlap).
  * A failed pass (the database is down, say) is logged and the next one comes at the next interval.
+ * Deletions are reported to `statistics`, which vacuums a table once enough of it changed: PGlite
+ * has no autovacuum, and expired documents would otherwise keep their space for good.
  * Started and stopped only by server.ts: the app itself starts no timers.
  */
-export function startTtlSweeper(sql: Sql, log: SweeperLog, intervalMs: number): TtlSweeper {
+export function startTtlSweeper(
+  sql: Sql,
+  log: SweeperLog,
+  intervalMs: number,
+  statistics?: Pick<Statistics, 'noteWrites'>,
+): TtlSweeper {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let stopped = false;
   const pass = async () => {
     try {
-      const { deleted } = await sweepExpired(sql);
+      const { deleted } = await sweepExpired(sql, TTL_BATCH, (table, rows) => {
+        void statistics?.noteWrites(table, rows);
+      });
       if (deleted > 0) log.info({ deleted }, 'TTL pass deleted expired documents');
     } catch (err) {
       log.warn({ err }, 'TTL pass failed; the next one runs at the next interval');

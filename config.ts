@@ -49,6 +49,9 @@ const EnvSchema = Type.Object({
   DB_DEADLINE_MS: Type.Optional(
     Type.String({ pattern: '^[0-9]+$', description: 'milliseconds from 100 to 600000' }),
   ),
+  TTL_INTERVAL_SECONDS: Type.Optional(
+    Type.String({ pattern: '^[0-9]+$', description: 'seconds from 1 to 86400' }),
+  ),
   TRUST_PROXY: Type.Optional(
     Type.String({
       minLength: 1,
@@ -83,6 +86,8 @@ export interface Config {
    * or these addresses. URLs never come from forwarded headers: they come from PUBLIC_URL.
    */
   readonly trustProxy: boolean | string[];
+  /** How often the TTL sweeper looks for expired documents (db/ttl.ts); MongoDB's is 60 s. */
+  readonly ttlIntervalSeconds: number;
 }
 
 export class ConfigError extends Error {
@@ -168,6 +173,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   );
 
   const trustProxy = parseTrustProxy(problems, e.TRUST_PROXY);
+  const ttlIntervalSeconds = intInRange(
+    problems,
+    'TTL_INTERVAL_SECONDS',
+    e.TTL_INTERVAL_SECONDS,
+    60,
+    1,
+    86_400,
+  );
 
   if (relevant.DATABASE_URL && !relevant.ADMIN_TOKEN) {
     problems.push(
@@ -191,6 +204,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     statementTimeoutMs,
     dbDeadlineMs,
     trustProxy,
+    ttlIntervalSeconds,
   });
 }
 

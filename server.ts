@@ -6,7 +6,9 @@ import { DataDirLockedError } from './db/embedded.js';
 import { migrate } from './db/migrate.js';
 import { type Database, openDatabase } from './db/open.js';
 import type { Sql } from './db/sql.js';
+import { Statistics } from './db/statistics.js';
 import { findAdminTokenHash, insertAdminToken } from './db/tokens.js';
+import { startTtlSweeper } from './db/ttl.js';
 import { stdoutLogDestination } from './http/log-destination.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from './secrets.js';
 
@@ -89,6 +91,13 @@ async function main(): Promise<void> {
     },
   });
 
+  const ttl = startTtlSweeper(
+    db.sql,
+    log,
+    config.ttlIntervalSeconds * 1000,
+    new Statistics(db.sql, (err) => log.warn({ err }, 'VACUUM after a TTL pass failed')),
+  );
+
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -100,6 +109,7 @@ async function main(): Promise<void> {
     }, SHUTDOWN_GRACE_MS);
     force.unref();
     try {
+      await ttl.stop();
       await app.close();
       await db.close();
       log.info('shut down cleanly');

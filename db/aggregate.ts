@@ -19,13 +19,19 @@ export function aggregateStatement(
   foreign: ReadonlyMap<string, string | undefined> = new Map(),
 ): Statement {
   const params = new Params();
-  const columns = catalogDependentColumns(c);
+  // The head of the pipeline reads the collection once (compilePipeline asks `choose` once, then
+  // `guard`): the guard goes with the columns that read used.
+  let head: ReturnType<typeof catalogDependentColumns> | undefined;
   const text = compilePipeline(
     stages,
     {
       table: c.table,
-      indexed: columns.indexed,
-      guard: () => (columns.dependsOnCatalog ? catalogGuard(c) : ''),
+      choose: (filter) => {
+        head = catalogDependentColumns(c, filter);
+        return head;
+      },
+      text: c.text,
+      guard: () => (head?.dependsOnCatalog ? catalogGuard(c) : ''),
       foreign: (name) => foreign.get(name),
     },
     params,

@@ -1,7 +1,11 @@
 import { isPlainObject, type Json } from './query/errors.js';
-import type { IndexedPath } from './query/filter-sql.js';
+import type { Filter } from './query/filter-ast.js';
+import { compileJsonpathPredicate, type IndexedPath } from './query/filter-sql.js';
+import { type IndexKind, type IndexOptionsInput, parseIndexKind } from './query/index-options.js';
+import { implies } from './query/index-predicate.js';
 import { getOwn } from './query/json.js';
 import { missingPredicate, multikeyPredicate, parsePath, rootNavs } from './query/path.js';
+import type { SortKey } from './query/sort.js';
 import { type TextIndexRef, textConfiguration, textLanguageMap, textWeights } from './query/text-search.js';
 import type { Sql, TransactionSql } from './sql.js';
 import { StatementTexts } from './statement-texts.js';
@@ -23,6 +27,8 @@ export interface CollectionRef {
    * built once per entry, not on every request, and lives only as long as its ref.
    */
   paths: PathLookup;
+  /** The partial and sparse indexes with their predicates; a query may use one its filter implies. */
+  partial: PartialIndex[];
   /**
    * The texts of the ref's read and count statements (db/statement-texts.ts says why they are
    * shared). They name the ref's table, so they belong to it, and live as long as the catalog
@@ -57,7 +63,20 @@ export interface IndexOptions {
 
 export const ID_INDEX_NAME = '_id_';
 
-function tableOf(workplaceId: string, collectionId: string): string {
+interface PartialIndex {
+  row: IndexRow;
+  predicate: Filter;
+}
+
+/** What an index's options make of it (checked when it was created). */
+export function indexKind(ix: Pick<IndexRow, 'key' | 'options'>): IndexKind {
+  return parseIndexKind(
+    ix.key.map(([p]) => p),
+    ix.options as IndexOptionsInput,
+  );
+}
+
+export function tableOf(workplaceId: string, collectionId: string): string {
   return `"${workplaceSchema(workplaceId)}"."c_${catalogId(collectionId)}"`;
 }
 
@@ -91,6 +110,11 @@ export async function findCollection(
   if (!row) return { workplace: false };
   if (row.cid === null || row.cname === null) return { workplace: true, found: undefined };
   const indexes = row.indexes ?? [];
+  const partial = indexes.flatMap((ix) => {
+    const { predicate } = indexKind(ix);
+    return predicate ? [{ row: ix, predicate }] : [];
+  });
+  const full = indexes.filter((ix) => !partial.some((p) => p.row === ix));
   return {
     workplace: true,
     found: {
@@ -100,7 +124,8 @@ export async function findCollection(
       table: tableOf(row.wid, row.cid),
       indexes,
       version: row.version,
-      paths: buildPathLookup(indexes),
+      paths: buildPathLookup(full),
+      partial,
       texts: new StatementTexts(MAX_TEXTS_PER_COLLECTION),
       ...textIndexRef(indexes),
     },
@@ -154,7 +179,7 @@ const ID_PATH: IndexedPath = Object.freeze({ key: 'id', truncated: false });
 
 /**
  * Which key columns serve a path: a single-field index first (it has btrees in both directions),
- * then an index that leads with the path, then any index holding it.
+ * then an index that leads with the path, then any index holding it; of equals, the first given.
  */
 function buildPathLookup(indexes: IndexRow[]): PathLookup {
   const map = new Map<string, IndexedPath & { desc: string; rank: number }>();
@@ -176,6 +201,63 @@ function buildPathLookup(indexes: IndexRow[]): PathLookup {
     });
   }
   return (path) => (path === '_id' ? ID_PATH : map.get(path));
+}
+
+/** The key columns a compound index gives a sort over all its fields, in the sort's directions. */
+export interface CompoundOrder {
+  columns: string[];
+  /** Read backwards: right only while the index is not multikey (see `compoundOrder`). */
+  reversed: boolean;
+}
+
+/** The indexes a statement may use, and the condition that lets the planner use partial ones. */
+export interface IndexChoice {
+  indexed: PathLookup;
+  /** `"p<id>" and ` for each partial index chosen for some path, to prefix the filter with. */
+  predicate: string;
+  compound(keys: SortKey[]): CompoundOrder | undefined;
+}
+
+/**
+ * The indexes a query may use: every full index, and the partial and sparse ones whose predicate
+ * its filter implies (then preferred, being smaller). Their predicate columns are ANDed into the
+ * statement, which changes nothing (every match satisfies them) but lets the planner prove the
+ * partial btrees' condition. A partial index never serves a query it could answer incompletely.
+ */
+export function indexesFor(c: CollectionRef, filter: Filter): IndexChoice {
+  const usable = c.partial.filter((p) => implies(filter, p.predicate)).map((p) => p.row);
+  const full = c.indexes.filter((ix) => !c.partial.some((p) => p.row === ix));
+  if (usable.length === 0)
+    return { indexed: c.paths, predicate: '', compound: (k) => compoundOrder(full, k) };
+  const indexed = buildPathLookup([...usable, ...full]);
+  const chosen = usable.filter((ix) =>
+    ix.key.some(([path], n) => indexed(path)?.key === `"${columnPrefix(ix.id, n)}_a"`),
+  );
+  return {
+    indexed,
+    predicate: chosen.map((ix) => `"p${catalogId(ix.id)}" and `).join(''),
+    compound: (keys) => compoundOrder([...usable, ...full], keys),
+  };
+}
+
+/**
+ * A compound index serves a sort over exactly its fields in its directions, or all reversed (a
+ * backward scan). Reversed, the sort uses the index's key columns although each is the other
+ * direction's: a document's smallest and largest values differ only when its path holds an array,
+ * so this holds only while the index is not multikey.
+ */
+function compoundOrder(indexes: IndexRow[], keys: SortKey[]): CompoundOrder | undefined {
+  if (keys.length < 2) return undefined;
+  for (const ix of indexes) {
+    if (ix.key.length !== keys.length) continue;
+    if (!ix.key.every(([path], n) => path === keys[n]?.path)) continue;
+    const same = ix.key.every(([, dir], n) => dir === keys[n]?.dir);
+    const reversed = ix.key.every(([, dir], n) => dir === -(keys[n]?.dir ?? 0));
+    if (!same && !(reversed && !ix.multikey)) continue;
+    const columns = ix.key.map(([, dir], n) => `"${columnPrefix(ix.id, n)}_${dir === 1 ? 'a' : 'd'}"`);
+    return { columns, reversed: !same };
+  }
+  return undefined;
 }
 
 export type CreateIndexResult =
@@ -264,7 +346,7 @@ export async function createIndex(
         await tx`update collection_indexes set multikey = true where id = ${row.id}`;
         return { created: { id: row.id, name, key, is_unique: false, multikey: true, options } };
       }
-      await addIndexStructures(tx, c.table, row.id, key, unique);
+      await addIndexStructures(tx, c.table, row.id, key, unique, indexKind({ key, options }));
       const anyArray = key.map((_k, n) => `"${columnPrefix(row.id, n)}_m"`).join(' or ');
       const [mk] = await tx.unsafe<{ multikey: boolean }[]>(
         `update collection_indexes set multikey = exists (select 1 from ${c.table} where ${anyArray})
@@ -287,6 +369,7 @@ async function addIndexStructures(
   indexId: string,
   key: IndexKey,
   unique: boolean,
+  kind: IndexKind,
 ) {
   for (const [n, [path]] of key.entries()) {
     const parsed = parsePath(path);
@@ -294,28 +377,43 @@ async function addIndexStructures(
       ${rootNavs(parsed)}::jsonpath[], ${missingPredicate(parsed) ?? null}::jsonpath,
       ${multikeyPredicate(parsed)}::jsonpath)`;
   }
+  // A partial or sparse index's btrees hold only the documents its predicate column accepts; the
+  // key columns exist for every document, so a query the index cannot serve still reads them right.
+  let only = '';
+  if (kind.predicate) {
+    const { path, vars } = compileJsonpathPredicate(kind.predicate);
+    await tx`select mdb.add_index_predicate(${table}::regclass, ${indexId}::bigint, ${path}::jsonpath, ${tx.json(vars)})`;
+    only = ` and "p${catalogId(indexId)}"`;
+  }
+  const where = only ? ` where "p${catalogId(indexId)}"` : '';
   const col = (n: number, suffix: 'a' | 'd' | 'm' | 'k') => `"${columnPrefix(indexId, n)}_${suffix}"`;
   const ddl: string[] = [];
   if (key.length === 1) {
-    ddl.push(`create index "x${indexId}_a" on ${table} (${col(0, 'a')}, id)`);
-    ddl.push(`create index "x${indexId}_d" on ${table} (${col(0, 'd')}, id)`);
+    ddl.push(`create index "x${indexId}_a" on ${table} (${col(0, 'a')}, id)${where}`);
+    ddl.push(`create index "x${indexId}_d" on ${table} (${col(0, 'd')}, id)${where}`);
   } else {
     const lastDir = key.at(-1)?.[1] === -1 ? 'desc' : 'asc';
     const cols = key.map(([, dir], n) => (dir === 1 ? `${col(n, 'a')} asc` : `${col(n, 'd')} desc`));
-    ddl.push(`create index "x${indexId}" on ${table} (${cols.join(', ')}, id ${lastDir})`);
+    ddl.push(`create index "x${indexId}" on ${table} (${cols.join(', ')}, id ${lastDir})${where}`);
   }
   // Documents whose path crosses an array are found through these (usually tiny) partial indexes,
   // and by the keys of all their values (NULL for other documents) for equality and $in.
   key.forEach((_k, n) => {
-    ddl.push(`create index "x${indexId}_m${n}" on ${table} (id) where ${col(n, 'm')}`);
+    ddl.push(`create index "x${indexId}_m${n}" on ${table} (id) where ${col(n, 'm')}${only}`);
     ddl.push(
-      `create index "x${indexId}_k${n}" on ${table} using gin (${col(n, 'k')}) with (fastupdate = off) where ${col(n, 'm')}`,
+      `create index "x${indexId}_k${n}" on ${table} using gin (${col(n, 'k')}) with (fastupdate = off) where ${col(n, 'm')}${only}`,
     );
   });
   if (unique) {
     const cols = key.map((_k, n) => col(n, 'a')).join(', ');
     const anyMulti = key.map((_k, n) => col(n, 'm')).join(' or ');
-    ddl.push(`create unique index "x${indexId}_u" on ${table} (${cols}) where not (${anyMulti})`);
+    ddl.push(`create unique index "x${indexId}_u" on ${table} (${cols}) where not (${anyMulti})${only}`);
+  }
+  if (kind.expireAfterSeconds !== undefined) {
+    const [[path]] = key as [[string, 1 | -1]];
+    await tx`select mdb.add_index_expiry(${table}::regclass, ${indexId}::bigint, ${rootNavs(parsePath(path))}::jsonpath[])`;
+    const t = `"t${catalogId(indexId)}"`;
+    ddl.push(`create index "x${indexId}_t" on ${table} (${t}) where ${t} is not null${only}`);
   }
   for (const statement of ddl) await tx.unsafe(statement);
 }
@@ -389,6 +487,11 @@ export async function deleteIndex(sql: Sql, c: CollectionRef, name: string): Pro
     }
     const drops = row.key.flatMap((_k, n) =>
       (['a', 'd', 'm', 'k'] as const).map((s) => `drop column "${columnPrefix(row.id, n)}_${s}"`),
+    );
+    // A partial, sparse or TTL index's own columns.
+    drops.push(
+      `drop column if exists "p${catalogId(row.id)}"`,
+      `drop column if exists "t${catalogId(row.id)}"`,
     );
     await tx.unsafe(`alter table ${c.table} ${drops.join(', ')}`);
     return true;

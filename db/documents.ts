@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type CollectionRef, catalogGuard, trackingMultikey } from './collections.js';
+import { type CollectionRef, catalogGuard, indexesFor, trackingMultikey } from './collections.js';
 import { idFirstJsonbBytes } from './jsonb-id-first.js';
 import { keysetPredicate } from './query/cursor.js';
 import { type DocumentId, isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
@@ -8,7 +8,7 @@ import { compileFilter } from './query/filter-sql.js';
 import { idFirst } from './query/json.js';
 import { Params } from './query/params.js';
 import { type FieldPath, rootNavs } from './query/path.js';
-import { compileOrderKeys, orderByText, type SortColumns, type SortKey } from './query/sort.js';
+import { compileOrderKeys, orderByText, type SortKey } from './query/sort.js';
 import { compileTextScore } from './query/text-search.js';
 import { CONFLICT_ATTEMPTS, retryingConflicts, type Sql, type TransactionSql } from './sql.js';
 
@@ -137,8 +137,9 @@ export interface Statement {
  */
 export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false): Statement {
   const params = new Params();
-  const columns = catalogDependentColumns(c);
-  const where = compileFilter(o.filter, { params, indexed: columns.indexed, text: c.text });
+  const columns = catalogDependentColumns(c, o.filter);
+  const where =
+    columns.predicate + compileFilter(o.filter, { params, indexed: columns.indexed, text: c.text });
   const score = textScoreOf(c, o.filter, params);
   const order = compileOrderKeys(o.sort, { ...columns, textScore: score }, params);
   const keyset = o.after ? `(${keysetPredicate(order, o.after, params)}) and ` : '';
@@ -156,8 +157,8 @@ export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false)
 
 export function countStatement(c: CollectionRef, filter: Filter, guarded = false): Statement {
   const params = new Params();
-  const columns = catalogDependentColumns(c);
-  const where = compileFilter(filter, { params, indexed: columns.indexed, text: c.text });
+  const columns = catalogDependentColumns(c, filter);
+  const where = columns.predicate + compileFilter(filter, { params, indexed: columns.indexed, text: c.text });
   const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
   return {
     text: c.texts.shared(`select count(*) as n from ${c.table} where ${guard}${where}`),
@@ -177,8 +178,8 @@ export const MAX_DISTINCT_VALUES = 10_000;
  */
 function distinctStatement(c: CollectionRef, key: FieldPath, filter: Filter, guarded = false): Statement {
   const params = new Params();
-  const columns = catalogDependentColumns(c);
-  const where = compileFilter(filter, { params, indexed: columns.indexed, text: c.text });
+  const columns = catalogDependentColumns(c, filter);
+  const where = columns.predicate + compileFilter(filter, { params, indexed: columns.indexed, text: c.text });
   const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
   const navsRef = params.jsonpathArray(rootNavs(key));
   const text = `select e.v from ${c.table}
@@ -214,14 +215,20 @@ export async function distinctValues(
  * conditions hold whatever is written, and a dropped index's columns fail the statement (42703),
  * which the catalog cache retries.
  */
-export function catalogDependentColumns(c: CollectionRef) {
-  const lookup = c.paths;
+export function catalogDependentColumns(c: CollectionRef, filter: Filter) {
+  const choice = indexesFor(c, filter);
   const columns = {
     dependsOnCatalog: false,
+    predicate: choice.predicate,
     indexed(path: string) {
-      const idx = lookup(path);
+      const idx = choice.indexed(path);
       if (idx && idx.key !== 'id' && !idx.multikey) columns.dependsOnCatalog = true;
       return idx;
+    },
+    compound(keys: SortKey[]) {
+      const order = choice.compound(keys);
+      if (order?.reversed) columns.dependsOnCatalog = true;
+      return order;
     },
   };
   return columns;
@@ -340,7 +347,8 @@ export async function explain(sql: Sql, s: Statement): Promise<string> {
 
 export async function deleteDocuments(sql: Sql, c: CollectionRef, filter: Filter): Promise<number> {
   const params = new Params();
-  const where = compileFilter(filter, { params, indexed: c.paths, text: c.text });
+  const choice = indexesFor(c, filter);
+  const where = choice.predicate + compileFilter(filter, { params, indexed: choice.indexed, text: c.text });
   const result = await retryingConflicts(() =>
     sql.unsafe(`delete from ${c.table} where ${catalogGuard(c)} and ${where}`, params.values),
   );
@@ -489,9 +497,11 @@ async function lockFirst(
   sort: SortKey[],
 ): Promise<JsonObject | undefined> {
   const params = new Params();
-  const where = compileFilter(filter, { params, indexed: c.paths, text: c.text });
-  const columns: SortColumns = { indexed: c.paths, textScore: textScoreOf(c, filter, params) };
-  const orderBy = orderByText(compileOrderKeys(sort, columns, params));
+  const choice = indexesFor(c, filter);
+  const where = choice.predicate + compileFilter(filter, { params, indexed: choice.indexed, text: c.text });
+  const orderBy = orderByText(
+    compileOrderKeys(sort, { ...choice, textScore: textScoreOf(c, filter, params) }, params),
+  );
   const first = `select doc from ${c.table} where ${catalogGuard(c)} and ${where} order by ${orderBy} limit 1`;
   for (;;) {
     const [row] = await tx.unsafe<{ doc: JsonObject }[]>(`${first} for update`, params.values);
@@ -508,7 +518,9 @@ async function matching(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
   }
   const max = plan.maxMatches ?? MAX_UPDATE_MATCHES;
   const params = new Params();
-  const where = compileFilter(plan.filter, { params, indexed: c.paths, text: c.text });
+  const choice = indexesFor(c, plan.filter);
+  const where =
+    choice.predicate + compileFilter(plan.filter, { params, indexed: choice.indexed, text: c.text });
   const rows = await tx.unsafe<{ doc: JsonObject }[]>(
     // The guard on the first statement is enough: the lock it takes keeps index changes out until
     // the transaction ends.

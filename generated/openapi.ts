@@ -513,7 +513,7 @@ export interface paths {
          * Create an index
          * @description Creates a real PostgreSQL index over the given document fields: equality, `$in`, ranges,
          *     sorts and counts on them use it. A single-field index serves sorts in both directions, a
-         *     compound index the directions it was declared with. `unique: true` makes it unique,
+         *     compound index the directions it was declared with, or all of them reversed. `unique: true` makes it unique,
          *     treating a missing field as `null` (as MongoDB does); documents whose indexed path crosses
          *     an array are not constrained by it. Creating a unique index over existing duplicates
          *     answers `409` and leaves nothing behind. The build rewrites the collection's table once and
@@ -524,6 +524,18 @@ export interface paths {
          *     `weights` (field to a number above 0 and below 100,000, default 1) and
          *     `language_override` (the top-level field naming a document's language, default
          *     `language`) as in MongoDB. Compound and wildcard text indexes are a `400`.
+         *
+         *     Options, as MongoDB's: `partialFilterExpression` keeps in the index only the documents
+         *     matching it (equality, `$eq`, `$exists: true`, `$gt`, `$gte`, `$lt`, `$lte`, `$type`, `$in`,
+         *     `$and`, `$or`; operands that are objects or arrays are refused), and a query uses the index
+         *     only when its filter implies that expression; with `unique`, uniqueness holds only among
+         *     those documents. `sparse: true` leaves out documents that have none of the indexed fields
+         *     (a sparse unique index lets many lack them); it cannot be combined with
+         *     `partialFilterExpression`. `expireAfterSeconds` (single-field indexes only) makes a TTL
+         *     index: documents whose field holds a date (an ISO 8601 string with a time zone, or an
+         *     array holding one: its earliest) are deleted in the background once that many seconds have
+         *     passed, within `TTL_INTERVAL_SECONDS` (default 60) more. The listing reports every option
+         *     as given.
          */
         post: operations["createIndex"];
         delete?: never;
@@ -1466,6 +1478,15 @@ export interface components {
              *     indexed in. Default `language`.
              */
             language_override?: components["schemas"]["FieldPath"];
+            partialFilterExpression?: components["schemas"]["PartialFilterExpression"];
+            /** @description Leave out documents that have none of the indexed fields. Default `false`. */
+            sparse?: boolean;
+            /** @description A TTL index (single field): documents expire this many seconds after the date in the field. */
+            expireAfterSeconds?: number;
+        };
+        /** @description The documents a partial index holds, as a query (`{"active": true}`), in MongoDB's subset for partial indexes. */
+        PartialFilterExpression: {
+            [key: string]: unknown;
         };
         Index: {
             name: components["schemas"]["IndexName"];
@@ -1477,6 +1498,11 @@ export interface components {
             default_language?: components["schemas"]["TextIndexLanguage"];
             weights?: components["schemas"]["TextIndexWeights"];
             language_override?: components["schemas"]["FieldPath"];
+            partialFilterExpression?: components["schemas"]["PartialFilterExpression"];
+            /** @description Leave out documents that have none of the indexed fields. As given at creation, when given. */
+            sparse?: boolean;
+            /** @description A TTL index (single field): documents expire this many seconds after the date in the field. */
+            expireAfterSeconds?: number;
         };
         IndexEnvelope: {
             result: components["schemas"]["Index"];

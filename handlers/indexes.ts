@@ -3,9 +3,11 @@ import {
   deleteIndex as deleteIndexRow,
   ID_INDEX_NAME,
   type IndexKey,
+  type IndexOptions,
   type IndexRow,
 } from '../db/collections.js';
 import { QueryError } from '../db/query/errors.js';
+import { parseIndexKind } from '../db/query/index-options.js';
 import { parsePath } from '../db/query/path.js';
 import { checkTextIndex, type TextIndexOptions } from '../db/query/text-search.js';
 import { errors } from '../errors.js';
@@ -18,24 +20,31 @@ type Index = components['schemas']['Index'];
 /** MongoDB's limit is 64 including _id_; each field also adds three columns to the table. */
 export const MAX_INDEXES = 63;
 
-function present(
-  ix: Pick<IndexRow, 'name' | 'key' | 'is_unique'> & { options?: IndexRow['options'] },
-): Index {
+/** The index as created: its options are reported as given. */
+function present(ix: Pick<IndexRow, 'name' | 'key' | 'is_unique' | 'options'>): Index {
   return {
     name: ix.name,
     key: ix.key.map(([path, dir]) => ({ [path]: dir })),
     unique: ix.is_unique,
-    ...textOptions(ix.options ?? {}),
+    ...ix.options,
   };
 }
 
-const TEXT_OPTIONS = ['default_language', 'weights', 'language_override'] as const;
-
-/** A text index's options, as they were given. */
-function textOptions(options: IndexRow['options'] | TextIndexOptions): TextIndexOptions {
-  const out: Record<string, unknown> = {};
-  for (const o of TEXT_OPTIONS) if (options[o] !== undefined) out[o] = options[o];
-  return out as TextIndexOptions;
+/** The request's options besides name, key and unique, checked against each other and the key. */
+function parseOptions(body: components['schemas']['IndexCreate'], key: IndexKey): IndexOptions {
+  const { name: _name, key: _key, unique: _unique, ...options } = body;
+  if (key.some(([, dir]) => dir === 'text')) {
+    // A text index is built apart from the key columns these options act on.
+    const other = (['partialFilterExpression', 'sparse', 'expireAfterSeconds'] as const).filter(
+      (o) => options[o] !== undefined,
+    );
+    if (other.length > 0) throw new QueryError(`${other.join(', ')} cannot be given to a text index here.`);
+  }
+  parseIndexKind(
+    key.map(([p]) => p),
+    options,
+  );
+  return options as IndexOptions;
 }
 
 /** `["a", {"b": -1}]` → `[["a", 1], ["b", -1]]`, with every path checked. */
@@ -59,7 +68,7 @@ function parseKey(key: components['schemas']['IndexCreate']['key']): IndexKey {
 export function indexHandlers({ sql, statistics, catalog }: HandlerDeps) {
   const listIndexes: Handler<'listIndexes'> = async ({ params }) => {
     const c = await requireCollection(sql, params.name, params.storage_name);
-    const builtIn = present({ name: ID_INDEX_NAME, key: [['_id', 1]], is_unique: true });
+    const builtIn = present({ name: ID_INDEX_NAME, key: [['_id', 1]], is_unique: true, options: {} });
     const rest = [...c.indexes].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map(present);
     return { status: 200, body: { result: [builtIn, ...rest] } };
   };
@@ -72,9 +81,9 @@ export function indexHandlers({ sql, statistics, catalog }: HandlerDeps) {
         `A collection has at most ${MAX_INDEXES} indexes besides _id_; delete one first.`,
       );
     const key = parseKey(body.key);
-    const text = textOptions(body);
-    checkTextIndex(key, body.unique ?? false, text);
-    const outcome = await createIndexRow(sql, c, body.name, key, body.unique ?? false, { ...text });
+    const options = parseOptions(body, key);
+    checkTextIndex(key, body.unique ?? false, options as TextIndexOptions);
+    const outcome = await createIndexRow(sql, c, body.name, key, body.unique ?? false, options);
     if ('textIndex' in outcome)
       throw errors.badRequest(
         `only one text index per collection allowed, found existing text index "${outcome.textIndex}".`,

@@ -3,7 +3,7 @@ import { compileExpression } from './expr.js';
 import { truthySql } from './expr-sql.js';
 import type { Cond, Filter, Scalar, TypeName } from './filter-ast.js';
 import { compileSchema } from './json-schema.js';
-import type { Params } from './params.js';
+import { Params } from './params.js';
 import { type FieldPath, full, type Nav, navs, nullOrMissing, rootNavs } from './path.js';
 import { compileTextMatch, type TextIndexRef } from './text-search.js';
 
@@ -113,6 +113,16 @@ export function compileFilter(filter: Filter, ctx: FilterContext): string {
   const sql = new SqlCompiler(ctx, vars).filter(filter);
   vars.bind();
   return sql;
+}
+
+/**
+ * A filter as one jsonpath predicate (lax mode) and its variables, for SQL that cannot take bound
+ * parameters: a partial index's predicate column (db/collections.ts quotes both with format()).
+ * Equality with objects and arrays has no jsonpath form; db/query/index-predicate.ts refuses it.
+ */
+export function compileJsonpathPredicate(filter: Filter): { path: string; vars: Record<string, Json> } {
+  const vars = new Vars(new Params());
+  return { path: `lax ${new JsonpathCompiler(vars).filter('$', filter)}`, vars: vars.values };
 }
 
 // A note for the functions below: nothing in a statement's compilation is a named function created

@@ -1,12 +1,13 @@
 import type { Json } from './errors.js';
 import { compileExpression, type Expr } from './expr.js';
 import { type Filter, parseFilter } from './filter-ast.js';
-import { compileFilter, type IndexedPath } from './filter-sql.js';
+import { compileFilter } from './filter-sql.js';
 import { type Params, toArrayLiteral } from './params.js';
 import { missingPredicate, rootNavs } from './path.js';
 import type { Accumulator, Stage } from './pipeline.js';
 import { type SpecNode, type StageProjection, setFieldTree } from './pipeline-projection.js';
-import { compileOrderKeys, documentSortKey, orderByText, type SortKey } from './sort.js';
+import { compileOrderKeys, documentSortKey, orderByText, type SortColumns, type SortKey } from './sort.js';
+import type { TextIndexRef } from './text-search.js';
 
 /** Documents one pipeline may answer, and documents in each of a $facet's arrays. */
 export const MAX_PIPELINE_RESULTS = 10_000;
@@ -16,9 +17,14 @@ export const MAX_GROUPS = 100_000;
 export interface PipelineSource {
   /** The collection's table (from catalog ids). */
   table: string;
-  /** Its key columns, as read's statements use them. */
-  indexed(path: string): IndexedPath | undefined;
-  /** The catalog guard, when the head's SQL used a catalog-dependent column; else ''. */
+  /**
+   * The key columns read's statements use for a filter, and the condition that lets the planner
+   * use the partial indexes the filter implies (a prefix of the WHERE, possibly '').
+   */
+  choose(filter: Filter): SortColumns & { predicate: string };
+  /** The collection's text index, for a `$text` in the leading $match. */
+  text?: TextIndexRef | undefined;
+  /** The catalog guard, when the head's SQL used a catalog-dependent column; else ''. Asked last. */
   guard(): string;
   /** The table of a collection of the same workplace, for $lookup; undefined when it does not exist. */
   foreign(name: string): string | undefined;
@@ -72,9 +78,12 @@ class Chain {
         : filters.length === 1
           ? (filters[0] as Filter)
           : { kind: 'and', children: filters };
-    const where = compileFilter(filter, { params: this.params, indexed: this.src.indexed });
+    const columns = this.src.choose(filter);
+    const where =
+      columns.predicate +
+      compileFilter(filter, { params: this.params, indexed: columns.indexed, text: this.src.text });
     const ordered = sort !== undefined || window !== undefined;
-    const order = ordered ? orderByText(compileOrderKeys(sort ?? [], this.src, this.params)) : '';
+    const order = ordered ? orderByText(compileOrderKeys(sort ?? [], columns, this.params)) : '';
     const n = sort ? `int8send(row_number() over (order by ${order}))` : 'id';
     const guard = this.src.guard();
     return this.add(

@@ -45,6 +45,8 @@ export interface SortColumns {
   indexed(path: string): (IndexedPath & { desc?: string }) | undefined;
   /** The `$text` score as a non-negative float4 (text-search.ts), for a `$meta` sort. */
   textScore?: (() => string) | undefined;
+  /** A compound index's key columns that give the whole sort (the sort's directions apply). */
+  compound?(keys: SortKey[]): { columns: string[] } | undefined;
 }
 
 /** One expression of the ORDER BY, with its direction: the keyset of a cursor compares the same. */
@@ -63,6 +65,15 @@ export interface OrderKey {
  */
 export function compileOrderKeys(keys: SortKey[], columns: SortColumns, params: Params): OrderKey[] {
   const parts: OrderKey[] = [];
+  // A $meta key has no index column: such a sort never takes a compound index's.
+  const whole = keys.some((k) => k.meta !== undefined) ? undefined : columns.compound?.(keys);
+  if (whole) {
+    keys.forEach(({ dir }, n) => {
+      parts.push({ sql: whole.columns[n] as string, dir });
+    });
+    parts.push({ sql: 'id', dir: keys.at(-1)?.dir === -1 ? -1 : 1 });
+    return parts;
+  }
   for (const { path, dir, meta } of keys) {
     if (meta === 'textScore') {
       if (!columns.textScore) throw textScoreUnavailable('the sort');

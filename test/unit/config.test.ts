@@ -35,6 +35,7 @@ describe('loadConfig', () => {
       statementTimeoutMs: 30_000,
       dbDeadlineMs: 5_000,
       trustProxy: false,
+      ttlIntervalSeconds: 60,
     } satisfies Config);
   });
 
@@ -104,6 +105,8 @@ describe('loadConfig', () => {
     ['DB_DEADLINE_MS', { DB_DEADLINE_MS: '2000' }, { dbDeadlineMs: 2000 }],
     ['DB_DEADLINE_MS min', { DB_DEADLINE_MS: '100' }, { dbDeadlineMs: 100 }],
     ['DB_DEADLINE_MS max', { DB_DEADLINE_MS: '600000' }, { dbDeadlineMs: 600_000 }],
+    ['TTL_INTERVAL_SECONDS', { TTL_INTERVAL_SECONDS: '1' }, { ttlIntervalSeconds: 1 }],
+    ['TTL_INTERVAL_SECONDS max', { TTL_INTERVAL_SECONDS: '86400' }, { ttlIntervalSeconds: 86_400 }],
     ['TRUST_PROXY=true', { TRUST_PROXY: 'true' }, { trustProxy: true }],
     ['TRUST_PROXY=false', { TRUST_PROXY: 'false' }, { trustProxy: false }],
     ['TRUST_PROXY one address', { TRUST_PROXY: '10.0.0.5' }, { trustProxy: ['10.0.0.5'] }],
@@ -152,6 +155,9 @@ describe('loadConfig', () => {
     ['BODY_LIMIT', '16MiB'],
     ['BODY_LIMIT', '99999999999999999999'],
     ['STATEMENT_TIMEOUT_MS', '99'],
+    ['TTL_INTERVAL_SECONDS', '0'],
+    ['TTL_INTERVAL_SECONDS', '86401'],
+    ['TTL_INTERVAL_SECONDS', '1m'],
     ['STATEMENT_TIMEOUT_MS', '3600001'],
     ['STATEMENT_TIMEOUT_MS', '30s'],
     ['STATEMENT_TIMEOUT_MS', '-1'],

@@ -6,12 +6,15 @@ import { compilePipeline, type PipelineSource } from '../../../db/query/pipeline
 
 const source = (indexed = false): PipelineSource => ({
   table: '"wp_1"."c_1"',
-  indexed: (p) =>
-    indexed && p !== '_id'
-      ? { key: '"i1_0_a"', truncated: true }
-      : p === '_id'
-        ? { key: 'id', truncated: false }
-        : undefined,
+  choose: () => ({
+    predicate: '',
+    indexed: (p) =>
+      indexed && p !== '_id'
+        ? { key: '"i1_0_a"', truncated: true }
+        : p === '_id'
+          ? { key: 'id', truncated: false }
+          : undefined,
+  }),
   guard: () => '',
   foreign: (name) => (name === 'other' ? '"wp_1"."c_2"' : undefined),
 });

@@ -86,3 +86,42 @@ describe(`the leading stages of a pipeline use the collection's indexes as read 
     expect(res.body.result).toEqual([{ n: DOCS - 1 }, { n: DOCS - 2 }]);
   });
 });
+
+describe('a leading $match uses the index kinds a read would', () => {
+  beforeAll(async () => {
+    const url = `/v1/workplaces/${workplace}/storages/big/indexes`;
+    for (const body of [
+      { name: 'lateCities', key: ['city'], partialFilterExpression: { n: { $gte: 10_000 } } },
+      { name: 'cityWords', key: [{ city: 'text' }] },
+    ]) {
+      const res = await t.request({ method: 'POST', url, body });
+      expect(res.status, res.text).toBe(201);
+    }
+  }, 120_000);
+
+  it.each([
+    [
+      'a partial index, for a $match that implies its filter',
+      [{ $match: { city: 'c7', n: { $gte: 15_000 } } }, { $count: 'k' }],
+      /Index Cond: \(i\d+_0_a = /,
+      100,
+    ],
+    [
+      'the text index, for $text',
+      [{ $match: { $text: { $search: 'c7' } } }, { $count: 'k' }],
+      /Bitmap Index Scan on xt\d+/,
+      400,
+    ],
+  ] as const)('%s', async (_label, pipeline, pattern, count) => {
+    const plan = await planOf([...pipeline]);
+    expect(plan, plan).toMatch(pattern);
+    expect(plan, plan).not.toMatch(/Seq Scan/);
+    const res = await t.request({
+      method: 'POST',
+      url: `/v1/workplaces/${workplace}/storages/big/aggregate`,
+      body: { pipeline },
+    });
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.result).toEqual([{ k: count }]);
+  });
+});

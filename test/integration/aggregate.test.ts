@@ -731,6 +731,109 @@ const cases: Case[] = [
     pipeline: [],
     result: [d(1), d(2)],
   },
+  // ---- stages with expression operators (the manual's pages of the operators and stages) ---------
+  {
+    name: '$group manual: total sale amount per item, $sum of $multiply, then $match',
+    docs: SALES,
+    pipeline: [
+      { $group: { _id: '$item', totalSaleAmount: { $sum: { $multiply: ['$price', '$quantity'] } } } },
+      { $match: { totalSaleAmount: { $gte: 100 } } },
+    ],
+    result: [
+      { _id: 'abc', totalSaleAmount: 170 },
+      { _id: 'def', totalSaleAmount: 112.5 },
+      { _id: 'xyz', totalSaleAmount: 150 },
+    ],
+    unordered: true,
+  },
+  {
+    name: '$group by an expression: the year of a date string ($substrCP)',
+    docs: SALES,
+    pipeline: [
+      { $group: { _id: { $substrCP: ['$date', 0, 4] }, n: { $sum: 1 }, avgQty: { $avg: '$quantity' } } },
+    ],
+    result: [
+      { _id: '2014', n: 5, avgQty: 8.6 },
+      { _id: '2015', n: 2, avgQty: 7.5 },
+      { _id: '2016', n: 1, avgQty: 5 },
+    ],
+    unordered: true,
+  },
+  {
+    name: '$sortByCount of an expression ($toUpper), ties ordered by _id',
+    docs: SALES,
+    pipeline: [{ $sortByCount: { $toUpper: '$item' } }, { $sort: { count: -1, _id: 1 } }],
+    result: [
+      { _id: 'ABC', count: 3 },
+      { _id: 'DEF', count: 2 },
+      { _id: 'XYZ', count: 2 },
+      { _id: 'JKL', count: 1 },
+    ],
+  },
+  {
+    name: '$set with $concatArrays',
+    docs: [d(1, { homework: [10, 5, 10] }), d(2, { homework: [5, 6, 5] })],
+    pipeline: [{ $set: { homework: { $concatArrays: ['$homework', [7]] } } }],
+    result: [d(1, { homework: [10, 5, 10, 7] }), d(2, { homework: [5, 6, 5, 7] })],
+  },
+  {
+    name: '$match with $expr, then $count',
+    docs: SALES,
+    pipeline: [
+      { $match: { $expr: { $gt: [{ $multiply: ['$price', '$quantity'] }, 60] } } },
+      { $count: 'big' },
+    ],
+    result: [{ big: 3 }],
+  },
+  {
+    name: '$addToSet, then $size of the set',
+    docs: SALES,
+    pipeline: [
+      { $group: { _id: null, items: { $addToSet: '$item' } } },
+      { $project: { _id: 0, n: { $size: '$items' } } },
+    ],
+    result: [{ n: 4 }],
+  },
+  {
+    name: '$project with $arrayElemAt and $ifNull',
+    docs: SALES,
+    pipeline: [
+      {
+        $project: {
+          item: 1,
+          first: { $arrayElemAt: [['$price', '$quantity'], 1] },
+          d: { $ifNull: ['$discount', 'none'] },
+        },
+      },
+      { $limit: 2 },
+    ],
+    result: [d(1, { item: 'abc', first: 2, d: 'none' }), d(2, { item: 'jkl', first: 1, d: 'none' })],
+  },
+  {
+    name: '$cond manual: a discount by quantity',
+    docs: [
+      d(1, { item: 'abc1', qty: 300 }),
+      d(2, { item: 'abc2', qty: 200 }),
+      d(3, { item: 'xyz1', qty: 250 }),
+    ],
+    pipeline: [
+      // biome-ignore lint/suspicious/noThenProperty: MongoDB's $cond names a branch `then`
+      { $project: { item: 1, discount: { $cond: { if: { $gte: ['$qty', 250] }, then: 30, else: 20 } } } },
+    ],
+    result: [
+      d(1, { item: 'abc1', discount: 30 }),
+      d(2, { item: 'abc2', discount: 20 }),
+      d(3, { item: 'xyz1', discount: 30 }),
+    ],
+  },
+  {
+    name: '$addFields with $add of fields and $cond on a comparison of two fields',
+    docs: [d(1, { a: 2, b: 3 }), d(2, { a: 5, b: 1 })],
+    pipeline: [
+      { $addFields: { sum: { $add: ['$a', '$b'] }, bigger: { $cond: [{ $gt: ['$a', '$b'] }, 'a', 'b'] } } },
+    ],
+    result: [d(1, { a: 2, b: 3, sum: 5, bigger: 'b' }), d(2, { a: 5, b: 1, sum: 6, bigger: 'a' })],
+  },
 ];
 
 function headPaths(pipeline: Doc[]): string[] {

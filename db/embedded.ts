@@ -129,7 +129,10 @@ class PGliteSocket extends Duplex {
     private readonly pg: PGlite,
     private readonly session: SessionGuard,
   ) {
-    super();
+    // Nothing to push back against in-process: a message is consumed as soon as it is whole. With
+    // the default 16 KiB mark, postgres.js's wait for 'drain' after a longer simple query (a
+    // migration file) stalled the connection for good while another query waited for it.
+    super({ writableHighWaterMark: 1 << 30 });
   }
 
   // postgres.js only sends Terminate when this is 'open', and waits for 'close' unless it is 'closed'.

@@ -113,6 +113,21 @@ describe('openEmbedded: postgres.js over PGlite', () => {
     expect(rows.map((r) => r.id)).toEqual([10, 12]);
   });
 
+  it('runs a simple query longer than 16 KiB in a transaction while another transaction waits', async () => {
+    // A migration file is one such query; the bridge used to stall postgres.js for good here.
+    const long = `select 1 as x; -- ${'x'.repeat(40_000)}`;
+    const transaction = () =>
+      db.sql.begin(async (tx) => {
+        await tx`select 0`;
+        const [row] = await tx.unsafe(long);
+        await tx`select 2`;
+        return row;
+      });
+    const [inTx, after] = await Promise.all([transaction(), transaction()]);
+    expect(inTx).toEqual({ x: 1 });
+    expect(after).toEqual({ x: 1 });
+  });
+
   it('runs multi-statement simple queries via sql.unsafe', async () => {
     await sql.unsafe(
       'create table ms_t (x int); insert into ms_t values (1), (2); insert into ms_t values (3);',

@@ -70,6 +70,13 @@ const bodyStageArb: fc.Arbitrary<Stage> = fc.oneof(
     { $sort: { n: 1, _id: 1 } },
     { $sort: { k: -1, n: 1, _id: 1 } },
     { $sort: { 's.x': -1, _id: 1 } },
+    // Expression operators (their own differential is expressions-differential.test.ts); the
+    // operands stay numbers or missing-made-0, where mingo's arithmetic is MongoDB's.
+    { $addFields: { sum: { $add: [{ $ifNull: ['$s.x', 0] }, 1] } } },
+    { $set: { twice: { $multiply: [{ $ifNull: ['$s.x', 0] }, 2] } } },
+    { $addFields: { size: { $cond: [{ $gt: ['$s.x', 1] }, 'big', 'small'] } } },
+    { $project: { k: 1, n: 1, kn: { $ifNull: ['$k', 'none'] } } },
+    { $match: { $expr: { $gte: ['$s.x', 1] } } },
   ),
   intArb.map((v): Stage => ({ $match: { n: { $gt: v } } })),
   fc.integer({ min: 0, max: 4 }).map((n): Stage => ({ $skip: n })),

@@ -1,11 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findCollection } from '../../db/collections.js';
-import { countStatement, explain, readStatement } from '../../db/documents.js';
-import { parseFilter } from '../../db/query/filter-ast.js';
-import { parseSort } from '../../db/query/sort.js';
 import { Statistics } from '../../db/statistics.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { freshCollection } from './storage-helpers.js';
+import { freshCollection, planOfQuery } from './storage-helpers.js';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -285,20 +282,11 @@ describe('with 5,000 documents, the planner', () => {
   const DOCS = 5000;
   let workplace: string;
 
-  async function planOf(
+  const planOf = (
     query: Record<string, unknown>,
     sort?: Record<string, 1 | -1>,
     op: 'read' | 'count' = 'read',
-  ) {
-    const lookup = await findCollection(t.sql, workplace, 'kinds');
-    if (!lookup.workplace || !lookup.found) throw new Error('no collection');
-    const filter = parseFilter(query);
-    const statement =
-      op === 'read'
-        ? readStatement(lookup.found, { filter, sort: parseSort(sort), skip: 0, limit: 20 })
-        : countStatement(lookup.found, filter);
-    return explain(t.sql, statement);
-  }
+  ) => planOfQuery(t, workplace, 'kinds', query, sort, op);
 
   beforeAll(async () => {
     const col = await freshCollection(t, 'kinds');

@@ -1,4 +1,8 @@
 import { expect } from 'vitest';
+import { findCollection } from '../../db/collections.js';
+import { countStatement, explain, readStatement } from '../../db/documents.js';
+import { parseFilter } from '../../db/query/filter-ast.js';
+import { parseSort } from '../../db/query/sort.js';
 import type { TestApp } from '../helpers/app.js';
 
 /** A fresh workplace with one collection, and shortcuts to its document operations. */
@@ -55,4 +59,23 @@ export function queriedPaths(query: Record<string, unknown>): string[] {
   };
   walk(query);
   return [...out];
+}
+
+/** The plan of the statement the API runs for a read or a count, as the catalog now describes the collection. */
+export async function planOfQuery(
+  t: TestApp,
+  workplace: string,
+  collection: string,
+  query: Record<string, unknown>,
+  sort?: Record<string, 1 | -1>,
+  op: 'read' | 'count' = 'read',
+): Promise<string> {
+  const lookup = await findCollection(t.sql, workplace, collection);
+  if (!lookup.workplace || !lookup.found) throw new Error(`no collection ${collection}`);
+  const filter = parseFilter(query);
+  const statement =
+    op === 'read'
+      ? readStatement(lookup.found, { filter, sort: parseSort(sort), skip: 0, limit: 20 })
+      : countStatement(lookup.found, filter);
+  return explain(t.sql, statement);
 }

@@ -61,13 +61,14 @@ const { values: opts } = parseArgs({
     soak: { type: 'string', default: '60' },
     embedded: { type: 'boolean', default: false },
     'cpu-prof': { type: 'string' },
+    workers: { type: 'string', default: '1' },
     only: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (opts.help) {
   console.log(
-    'usage: npm run bench -- [--docs N] [--small N] [--duration s] [--runs n] [--connections n] [--soak s] [--embedded] [--cpu-prof DIR] [--only TEXT[,TEXT...]]',
+    'usage: npm run bench -- [--docs N] [--small N] [--duration s] [--runs n] [--connections n] [--soak s] [--embedded] [--cpu-prof DIR] [--workers N] [--only TEXT[,TEXT...]]',
   );
   process.exit(0);
 }
@@ -83,6 +84,10 @@ const DURATION = int(opts.duration, 'duration', 1);
 const RUNS = int(opts.runs, 'runs', 1);
 const CONNECTIONS = int(opts.connections, 'connections', 1);
 const SOAK = int(opts.soak, 'soak', 0);
+/** API processes (the server's WORKERS): PostgreSQL only, the embedded database is one process. */
+const WORKERS = int(opts.workers, 'workers', 1);
+if (embedded && WORKERS > 1)
+  throw new Error('--workers > 1 needs PostgreSQL; the embedded database is one process');
 const ONLY = opts.only
   ?.toLowerCase()
   .split(',')
@@ -143,9 +148,33 @@ async function cpuMs(pid: number): Promise<number> {
   return ((Number(fields[11]) || 0) + (Number(fields[12]) || 0)) * 10;
 }
 
+/**
+ * A process and its children (the workers of a server started with WORKERS > 1 are children of
+ * its primary), whose CPU times and RSS the figures sum.
+ */
+async function processTree(pid: number): Promise<number[]> {
+  const tasks = await readdir(`/proc/${pid}/task`).catch(() => [] as string[]);
+  const children: number[] = [];
+  for (const task of tasks) {
+    const text = await readFile(`/proc/${pid}/task/${task}/children`, 'utf8').catch(() => '');
+    for (const child of text.split(' ').filter(Boolean)) children.push(Number(child));
+  }
+  return [pid, ...children];
+}
+
+/** CPU time of a process and its children (processTree), in milliseconds. */
+async function treeCpuMs(pid: number): Promise<number> {
+  let total = 0;
+  for (const p of await processTree(pid)) total += await cpuMs(p);
+  return total;
+}
+
 async function rssMb(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  let kb = 0;
+  for (const p of await processTree(pid)) {
+    const status = await readFile(`/proc/${p}/status`, 'utf8').catch(() => '');
+    kb += Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  }
   return kb / 1024;
 }
 
@@ -194,6 +223,7 @@ const pick = <T>(xs: readonly T[], i: number): T => xs[i % xs.length] as T;
 const ADMIN = `wpa_${randomBytes(32).toString('base64url')}`;
 let api = '';
 let baseline = '';
+let handWritten = '';
 
 async function call(method: string, url: string, body?: unknown): Promise<unknown> {
   const res = await fetch(`${api}${url}`, {
@@ -445,9 +475,9 @@ async function machineBusyMs(): Promise<number> {
  */
 async function withCpu(pid: number | undefined, work: () => Promise<Figures>): Promise<Figures> {
   if (pid === undefined) return work();
-  const before = [await cpuMs(pid), await postgresCpuMs(), await machineBusyMs()] as const;
+  const before = [await treeCpuMs(pid), await postgresCpuMs(), await machineBusyMs()] as const;
   const figures = await work();
-  const after = [await cpuMs(pid), await postgresCpuMs(), await machineBusyMs()] as const;
+  const after = [await treeCpuMs(pid), await postgresCpuMs(), await machineBusyMs()] as const;
   const n = figures.requests;
   const per = (i: 0 | 1 | 2) => (n ? ((after[i] - before[i]) * 1000) / n : undefined);
   return { ...figures, cpu: per(0), ...(embedded ? {} : { pg: per(1) }), machine: per(2) };
@@ -464,20 +494,27 @@ interface Row {
   p99Ratio?: number;
   /** The requests/s ratio of each pair: how far a median near a target is from it, run to run. */
   pairRatios?: number[];
+  /** The hand-written server (hand-written.ts), with the API / hand-written ratios as above. */
+  hand?: Figures;
+  handRatio?: number;
+  handP99Ratio?: number;
+  handPairRatios?: number[];
 }
 
 /** `0.80 (0.74-0.86)`: the median ratio and the lowest and highest pair. */
-function ratioWithSpread(r: Row): string {
-  const pairs = r.pairRatios ?? [];
+function withSpread(ratio: number | undefined, pairs: number[] = []): string {
   const spread =
     pairs.length > 1 ? ` (${Math.min(...pairs).toFixed(2)}-${Math.max(...pairs).toFixed(2)})` : '';
-  return `${r.ratio?.toFixed(2)}${spread}`;
+  return `${ratio?.toFixed(2)}${spread}`;
 }
+const ratioWithSpread = (r: Row) => withSpread(r.ratio, r.pairRatios);
+const handRatioWithSpread = (r: Row) => withSpread(r.handRatio, r.handPairRatios);
 
 let serverPid = 0;
 let baselinePid: number | undefined;
 let serverChild: ChildProcess | undefined;
 let baselineChild: ChildProcess | undefined;
+let handPid: number | undefined;
 
 /** Gives a server's profiler hook an order and waits until it is carried out (cpu-profiler.ts). */
 function profiler(child: ChildProcess | undefined, message: object): Promise<void> {
@@ -516,18 +553,24 @@ async function profiled(scenario: string, work: () => Promise<void>, requests: (
   process.stderr.write(`    profiles: ${written.join(', ')}\n`);
 }
 
-/** Alternates API and baseline runs, so both see the same noise; medians of each. */
+/**
+ * Alternates API, baseline and hand-written runs (API, baseline, hand-written, repeat), so all
+ * see the same noise; medians of each.
+ */
 async function compare(
   scenario: string,
   apiRun: () => Promise<Figures>,
   baseRun: (() => Promise<Figures>) | undefined,
+  handRun?: () => Promise<Figures>,
 ): Promise<Row> {
   const a: Figures[] = [];
   const b: Figures[] = [];
+  const h: Figures[] = [];
   let rssPeak = 0;
-  // Untimed first runs, so that neither side is measured while it compiles its hot paths.
+  // Untimed first runs, so that no side is measured while it compiles its hot paths.
   await apiRun();
   if (baseRun) await baseRun();
+  if (handRun) await handRun();
   const total = (xs: Figures[]) => xs.reduce((sum, x) => sum + (x.requests ?? 0), 0);
   await profiled(
     scenario,
@@ -537,6 +580,7 @@ async function compare(
         a.push(result);
         rssPeak = Math.max(rssPeak, peak);
         if (baseRun) b.push(await withCpu(baselinePid, baseRun));
+        if (handRun) h.push(await withCpu(handPid, handRun));
       }
     },
     () => [total(a), total(b)],
@@ -564,8 +608,14 @@ async function compare(
     row.ratio = median(row.pairRatios);
     row.p99Ratio = median(a.map((x, i) => x.p99 / Math.max((b[i] as Figures).p99, 1)));
   }
+  if (handRun) {
+    row.hand = med(h);
+    row.handPairRatios = a.map((x, i) => x.rps / (h[i] as Figures).rps);
+    row.handRatio = median(row.handPairRatios);
+    row.handP99Ratio = median(a.map((x, i) => x.p99 / Math.max((h[i] as Figures).p99, 1)));
+  }
   process.stderr.write(
-    `  ${scenario}: ${row.api.rps.toFixed(0)} req/s${row.base ? ` (baseline ${row.base.rps.toFixed(0)}; ratio ${ratioWithSpread(row)})` : ''}\n`,
+    `  ${scenario}: ${row.api.rps.toFixed(0)} req/s${row.base ? ` (baseline ${row.base.rps.toFixed(0)}; ratio ${ratioWithSpread(row)})` : ''}${row.hand ? ` (hand-written ${row.hand.rps.toFixed(0)}; ratio ${handRatioWithSpread(row)})` : ''}\n`,
   );
   return row;
 }
@@ -575,6 +625,8 @@ async function compare(
 
 interface ReadScenario {
   name: string;
+  /** The hand-written server's route for it (hand-written.ts). */
+  hand: string;
   indexed: boolean;
   /**
    * Whether the scenario does the same work at both sizes, so its latency must not grow with the
@@ -591,6 +643,7 @@ interface ReadScenario {
 const READS: ReadScenario[] = [
   {
     name: '_id lookup',
+    hand: 'lookup',
     indexed: true,
     sameWork: true,
     op: 'read',
@@ -598,6 +651,7 @@ const READS: ReadScenario[] = [
   },
   {
     name: 'indexed equality, limit 10',
+    hand: 'equality',
     indexed: true,
     sameWork: true,
     op: 'read',
@@ -605,6 +659,7 @@ const READS: ReadScenario[] = [
   },
   {
     name: 'indexed range + sort, limit 20',
+    hand: 'range',
     indexed: true,
     sameWork: true,
     op: 'read',
@@ -616,6 +671,7 @@ const READS: ReadScenario[] = [
   },
   {
     name: '$in on an indexed field',
+    hand: 'in',
     indexed: true,
     sameWork: true,
     op: 'read',
@@ -626,6 +682,7 @@ const READS: ReadScenario[] = [
   },
   {
     name: 'unindexed filter, limit 10',
+    hand: 'unindexed',
     indexed: false,
     sameWork: false,
     op: 'read',
@@ -633,6 +690,7 @@ const READS: ReadScenario[] = [
   },
   {
     name: `count, indexed filter (${GROUP_SIZE} matches)`,
+    hand: 'count-group',
     indexed: true,
     sameWork: true,
     op: 'count',
@@ -640,6 +698,7 @@ const READS: ReadScenario[] = [
   },
   {
     name: 'count, indexed filter (2% of the documents)',
+    hand: 'count-city',
     indexed: true,
     sameWork: false,
     op: 'count',
@@ -655,6 +714,8 @@ interface Results {
   rows: Row[];
   scaling: { name: string; sameWork: boolean; small: Figures; large: Figures }[];
   targets: [string, boolean, string][];
+  /** With --workers N > 1: each large read scenario's figures with one API process and with N. */
+  workers: { name: string; one: Figures; many: Figures }[];
 }
 
 /** The SQL our compiler produces for each scenario, and each variant's bound values: what the baseline runs. */
@@ -687,7 +748,7 @@ async function prepareDirectories(): Promise<void> {
 }
 
 /** The server under test, in its own process, as `npm start` runs it. */
-async function startServer(): Promise<void> {
+async function startServer(workers = WORKERS, logName = 'server'): Promise<void> {
   const serverEnv: Record<string, string> = {
     ADMIN_TOKEN: ADMIN,
     PORT: '0',
@@ -700,9 +761,9 @@ async function startServer(): Promise<void> {
     dataDir = await mkdtemp(path.join(os.tmpdir(), 'bench-'));
     Object.assign(serverEnv, { DATA_DIR: dataDir, DATABASE_URL: '' });
   } else {
-    serverEnv.DATABASE_URL = databaseUrl;
+    Object.assign(serverEnv, { DATABASE_URL: databaseUrl, WORKERS: String(workers) });
   }
-  const server = await start('server', ['server.ts'], serverEnv, /Listening on (http:\/\/[^;\s"]+)/);
+  const server = await start(logName, ['server.ts'], serverEnv, /Listening on (http:\/\/[^;\s"]+)/);
   api = (server.match[1] as string).replace(/\/$/, '');
   serverPid = server.child.pid as number;
   serverChild = server.child;
@@ -811,6 +872,91 @@ async function startBaseline(statements: Record<string, string>): Promise<void> 
   baselineChild = base.child;
 }
 
+/** The hand-written server's schema: its own tables in the bench's database, dropped at the end. */
+const handSchema = (workplace: string) => `hw_${workplace}`;
+
+/**
+ * The hand-written server's tables, `id text primary key, doc jsonb` (ids in byte order, as the
+ * API orders `_id`), filled with copies of the API's collections once they are seeded, with the
+ * plain expression indexes a developer would add for the scenarios: each equality index ends
+ * with `id`, since both servers return a page in `_id` order.
+ */
+async function seedHandWritten(sql: postgres.Sql, workplace: string): Promise<void> {
+  const schema = handSchema(workplace);
+  const started = Date.now();
+  await sql.unsafe(`create schema ${schema}`);
+  for (const name of ['small', 'large', 'bulk']) {
+    const t = `${schema}.${name}`;
+    await sql.unsafe(`create table ${t} (id text collate "C" primary key, doc jsonb not null)`);
+    if (name === 'bulk') continue;
+    const lookup = await findCollection(sql, workplace, name);
+    if (!lookup.workplace || !lookup.found) throw new Error(`no collection ${name}`);
+    await sql.unsafe(`insert into ${t} (id, doc) select doc->>'_id', doc from ${lookup.found.table}`);
+    await sql.unsafe(`create index on ${t} ((doc->>'city'), id)`);
+    await sql.unsafe(`create index on ${t} (((doc->>'age')::int), id)`);
+    await sql.unsafe(`create index on ${t} (((doc->>'group')::int))`);
+    await sql.unsafe(`create index on ${t} (((doc->>'bucket')::int))`);
+    // VACUUM as well as ANALYZE: the API's tables have been vacuumed by the server's maintenance.
+    await sql.unsafe(`vacuum analyze ${t}`);
+  }
+  process.stderr.write(`hand-written tables copied in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+}
+
+/** JSON with every object's keys sorted: the API puts `_id` first, jsonb orders keys its own way. */
+function canonical(value: unknown): string {
+  return JSON.stringify(value, (_, v) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : v,
+  );
+}
+
+/** The hand-written server, in its own process, on the tables of seedHandWritten. */
+async function startHandWritten(workplace: string): Promise<void> {
+  const hand = await start(
+    'hand-written',
+    ['scripts/bench/hand-written.ts'],
+    {
+      BENCH_HAND_WRITTEN: JSON.stringify({ databaseUrl, poolMax: 10, schema: handSchema(workplace) }),
+    },
+    /listening (\d+)/,
+  );
+  handWritten = `http://127.0.0.1:${hand.match[1]}`;
+  handPid = hand.child.pid;
+}
+
+/**
+ * Fails the run unless the hand-written server answers a few variants of every read scenario,
+ * at both sizes, with the API's documents in the API's order (or its count): a faster answer to
+ * another question would measure nothing.
+ */
+async function checkHandWritten(workplace: string): Promise<void> {
+  for (const s of READS) {
+    for (const size of ['small', 'large'] as const) {
+      const n = size === 'small' ? SMALL : LARGE;
+      for (const i of [0, 1, 7, 31, 113]) {
+        const body = s.body(i, n);
+        const fromApi = (
+          (await call('POST', `/v1/workplaces/${workplace}/storages/${size}/${s.op}`, body)) as {
+            result: unknown;
+          }
+        ).result;
+        const res = await fetch(`${handWritten}/${size}/${s.hand}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+        const fromHand = ((await res.json()) as { result: unknown }).result;
+        if (res.status !== 200 || canonical(fromApi) !== canonical(fromHand))
+          throw new Error(
+            `the hand-written server answers ${s.name} (${size}, variant ${i}) unlike the API:\n  API: ${JSON.stringify(fromApi).slice(0, 300)}\n  hand-written (${res.status}): ${JSON.stringify(fromHand).slice(0, 300)}`,
+          );
+      }
+    }
+  }
+  process.stderr.write('hand-written server: same answers as the API\n');
+}
+
 /** The read scenarios selected, on both sizes, with their targets and how they scale. */
 async function runReads(workplace: string, values: Captured['values'], results: Results): Promise<void> {
   for (const s of READS.filter((r) => selected(r.name))) {
@@ -826,6 +972,8 @@ async function runReads(workplace: string, values: Captured['values'], results: 
         baseBodies
           ? () => load(`${baseline}/q/${encodeURIComponent(`${size}:${s.name}`)}`, baseBodies)
           : undefined,
+        // The hand-written server takes the API's bodies.
+        handWritten ? () => load(`${handWritten}/${size}/${s.hand}`, apiBodies) : undefined,
       );
       results.rows.push(row);
       perSize[size] = row.api;
@@ -834,6 +982,15 @@ async function runReads(workplace: string, values: Captured['values'], results: 
           `${s.name}: >= 0.8 x baseline req/s, p99 <= 2 x baseline p99`,
           (row.ratio as number) >= 0.8 && (row.p99Ratio as number) <= 2,
           `${ratioWithSpread(row)} x, p99 ${row.p99Ratio?.toFixed(2)} x (${row.api.p99} vs ${row.base.p99} ms)`,
+        ]);
+      }
+      const handTarget = HAND_TARGETS[s.hand];
+      if (size === 'large' && handTarget !== undefined && row.hand) {
+        const p99 = s.op === 'read';
+        results.targets.push([
+          `${s.name}: >= ${handTarget} x hand-written req/s${p99 ? ', p99 <= 2 x hand-written p99' : ''}`,
+          (row.handRatio as number) >= handTarget && (!p99 || (row.handP99Ratio as number) <= 2),
+          `${handRatioWithSpread(row)} x${p99 ? `, p99 ${row.handP99Ratio?.toFixed(2)} x (${row.api.p99} vs ${row.hand.p99} ms)` : ''}`,
         ]);
       }
     }
@@ -855,6 +1012,19 @@ async function runReads(workplace: string, values: Captured['values'], results: 
     }
   }
 }
+
+/**
+ * The least share of the hand-written server's requests/s the API must reach, per read scenario
+ * (its hand-written route); the counts must beat it, since the API's key columns answer a count
+ * from the index alone.
+ */
+const HAND_TARGETS: Record<string, number> = {
+  equality: 0.8,
+  range: 0.8,
+  in: 0.8,
+  'count-group': 1.5,
+  'count-city': 1.5,
+};
 
 /** Bulk create: 1,000 documents per request, unique ids on both sides. */
 async function runBulkCreate(workplace: string, results: Results): Promise<void> {
@@ -879,6 +1049,12 @@ async function runBulkCreate(workplace: string, results: Results): Promise<void>
             connections: 4,
           })
       : undefined,
+    handWritten
+      ? () =>
+          load(`${handWritten}/bulk/create`, () => JSON.stringify({ docs: batch('h') }), {
+            connections: 4,
+          })
+      : undefined,
   );
   bulkRow.unit = 'docs/s';
   results.rows.push(bulkRow);
@@ -890,6 +1066,13 @@ async function runBulkCreate(workplace: string, results: Results): Promise<void>
       `${ratioWithSpread(bulkRow)} x`,
     ]);
   }
+  if (bulkRow.hand) {
+    results.targets.push([
+      'bulk create >= 0.8 x hand-written documents/s',
+      (bulkRow.handRatio as number) >= 0.8,
+      `${handRatioWithSpread(bulkRow)} x`,
+    ]);
+  }
 }
 
 /** updateMany with $inc over 10,000 documents: time per request, sequentially. */
@@ -897,6 +1080,7 @@ async function runUpdateMany(workplace: string, values: Captured['values'], resu
   const buckets = partitions(LARGE, UPDATE_MATCHES);
   const apiTimes: number[] = [];
   const baseTimes: number[] = [];
+  const handTimes: number[] = [];
   let peakUpdate = 0;
   const updateScenario = `updateMany $inc (${Math.min(UPDATE_MATCHES, LARGE)} docs matched)`;
   await profiled(
@@ -926,6 +1110,18 @@ async function runUpdateMany(workplace: string, values: Captured['values'], resu
             }),
           );
         }
+        if (handWritten) {
+          handTimes.push(
+            await timeIt(async () => {
+              const res = await fetch(`${handWritten}/large/update`, {
+                method: 'POST',
+                headers: { 'content-type': 'application/json' },
+                body: JSON.stringify({ query: { bucket: k % buckets }, doc: { $inc: { n: 1 } } }),
+              });
+              await res.text();
+            }),
+          );
+        }
       }
     },
     () => [apiTimes.length, baseTimes.length],
@@ -937,6 +1133,7 @@ async function runUpdateMany(workplace: string, values: Captured['values'], resu
     unit: 'ms/request',
   };
   if (baseTimes.length) upd.base = ms(median(baseTimes));
+  if (handTimes.length) upd.hand = ms(median(handTimes));
   results.rows.push(upd);
   if (upd.base) {
     const r = upd.api.p50 / Math.max(upd.base.p50, 1);
@@ -1241,9 +1438,37 @@ async function runTtlExpiry(workplace: string, sql: postgres.Sql, results: Resul
   ]);
 }
 
+/**
+ * With `--workers N` (N > 1): the large collection's read scenarios again with one API process,
+ * for the scaling table. The server is restarted with WORKERS=1 on the same database, and the
+ * reads run as before (an untimed warm-up, then medians of RUNS runs), API alone.
+ */
+async function runOneProcessReads(workplace: string, results: Results): Promise<void> {
+  process.stderr.write(`restarting the server with WORKERS=1 (was ${WORKERS})\n`);
+  const old = serverChild;
+  if (old && old.exitCode === null) {
+    const exited = new Promise((r) => old.once('exit', r));
+    old.kill('SIGTERM');
+    await exited;
+  }
+  await startServer(1, 'server-1');
+  for (const s of READS.filter((r) => selected(r.name))) {
+    const row = results.rows.find((r) => r.scenario === `${s.name} (${LARGE} docs)`);
+    if (!row) continue;
+    const bodies = cycle(Array.from({ length: VARIANTS }, (_, i) => JSON.stringify(s.body(i, LARGE))));
+    const one = await compare(
+      `${s.name} (${LARGE} docs, 1 process)`,
+      () => load(docsUrl(workplace, 'large', s.op), bodies),
+      undefined,
+    );
+    results.workers.push({ name: s.name, one: one.api, many: row.api });
+  }
+}
+
 /** Whatever the run got to: the workplace deleted, the connection closed, both servers stopped. */
 async function cleanUp(workplace: string, sql: postgres.Sql | undefined): Promise<void> {
   if (api) await call('DELETE', `/v1/workplaces/${workplace}`).catch(() => {});
+  await sql?.unsafe(`drop schema if exists ${handSchema(workplace)} cascade`).catch(() => {});
   await sql?.end({ timeout: 2 });
   for (const c of children) c.kill('SIGTERM');
   await new Promise((r) => setTimeout(r, 500));
@@ -1253,18 +1478,22 @@ async function cleanUp(workplace: string, sql: postgres.Sql | undefined): Promis
 async function main() {
   const workplace = randomWorkplaceName();
   let sql: postgres.Sql | undefined;
-  const results: Results = { rows: [], scaling: [], targets: [] };
+  const results: Results = { rows: [], scaling: [], targets: [], workers: [] };
   try {
     await prepareDirectories();
     await startServer();
     await seedWorkplace(workplace);
     let captured: Captured = { statements: {}, values: new Map() };
     // PGlite is one process: the baseline cannot have a connection of its own to it.
+    // The hand-written server has no PGlite variant: it too needs a connection of its own.
     if (!embedded) {
       sql = postgres(databaseUrl, { max: 2, onnotice: () => {} });
+      await seedHandWritten(sql, workplace);
       await settle(sql);
       captured = await captureStatements(sql, workplace);
       await startBaseline(captured.statements);
+      await startHandWritten(workplace);
+      await checkHandWritten(workplace);
     }
     await runReads(workplace, captured.values, results);
     if (selected('bulk create')) await runBulkCreate(workplace, results);
@@ -1276,37 +1505,43 @@ async function main() {
     if (sql && selected('TTL expiry')) await runTtlExpiry(workplace, sql, results);
     if (selected('OIDC token endpoint')) await runOidcTokenEndpoint(workplace, results);
     if (SOAK > 0 && selected('sustained reads')) await runSustainedReads(workplace, results);
+    if (WORKERS > 1) await runOneProcessReads(workplace, results);
     report(results);
   } finally {
     await cleanUp(workplace, sql);
   }
 }
 
-function report({ rows, scaling, targets }: Results) {
+function report({ rows, scaling, targets, workers }: Results) {
   const f = (n: number, d = 0) => n.toFixed(d).replace(/\B(?=(\d{3})+(?!\d))/g, ',');
   const cpu = (r: Row, k: 'cpu' | 'pg' | 'machine') => {
     const a = r.api[k];
-    const b = r.base?.[k];
-    return a === undefined ? '' : `${f(a)}${b === undefined ? '' : ` / ${f(b)}`}`;
+    if (a === undefined) return '';
+    const other = (x: Figures | undefined, present: boolean) =>
+      present ? ` / ${x?.[k] === undefined ? '-' : f(x[k] as number)}` : '';
+    return `${f(a)}${other(r.base, r.base !== undefined || r.hand !== undefined)}${other(r.hand, r.hand !== undefined)}`;
   };
   const lines = [
     `\nBenchmark: ${embedded ? 'embedded PGlite' : 'PostgreSQL'}, ${SMALL} and ${LARGE} documents, ${CONNECTIONS} connections, median of ${RUNS} runs of ${DURATION} s (ratios: the median of adjacent API and baseline runs, then the lowest and highest of those pairs), Node ${process.version}\n`,
-    '| scenario | unit | API | p50 ms | p99 ms | baseline | p50 ms | p99 ms | API / baseline | CPU us/req (API / baseline): server | PostgreSQL | whole machine | server peak RSS MB |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| scenario | unit | API | p50 ms | p99 ms | baseline (our SQL) | p50 ms | p99 ms | API / baseline | hand-written | p50 ms | p99 ms | API / hand-written | CPU us/req (API / baseline / hand-written): server | PostgreSQL | whole machine | server peak RSS MB |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
   ];
   for (const r of rows) {
     const unit = r.unit ?? 'req/s';
     const value = (x: Figures) =>
       unit === 'docs/s' ? f(x.rps * 1000) : unit.startsWith('ms') ? f(x.p50) : f(x.rps);
-    const ratio = !r.base
-      ? 'n/a'
-      : unit.startsWith('ms')
-        ? (r.api.p50 / Math.max(r.base.p50, 1)).toFixed(2)
-        : r.ratio === undefined
-          ? (r.api.rps / r.base.rps).toFixed(2)
-          : ratioWithSpread(r);
+    const ratioTo = (other: Figures | undefined, ratio: number | undefined, spread: string) =>
+      !other
+        ? 'n/a'
+        : unit.startsWith('ms')
+          ? (r.api.p50 / Math.max(other.p50, 1)).toFixed(2)
+          : ratio === undefined
+            ? (r.api.rps / other.rps).toFixed(2)
+            : spread;
+    const ratio = ratioTo(r.base, r.ratio, ratioWithSpread(r));
+    const handRatio = ratioTo(r.hand, r.handRatio, handRatioWithSpread(r));
     lines.push(
-      `| ${r.scenario} | ${unit} | ${value(r.api)} | ${r.api.p50} | ${r.api.p99} | ${r.base ? value(r.base) : 'n/a'} | ${r.base?.p50 ?? ''} | ${r.base?.p99 ?? ''} | ${ratio} | ${cpu(r, 'cpu')} | ${cpu(r, 'pg')} | ${cpu(r, 'machine')} | ${f(r.rssPeak)} |`,
+      `| ${r.scenario} | ${unit} | ${value(r.api)} | ${r.api.p50} | ${r.api.p99} | ${r.base ? value(r.base) : 'n/a'} | ${r.base?.p50 ?? ''} | ${r.base?.p99 ?? ''} | ${ratio} | ${r.hand ? value(r.hand) : 'n/a'} | ${r.hand?.p50 ?? ''} | ${r.hand?.p99 ?? ''} | ${handRatio} | ${cpu(r, 'cpu')} | ${cpu(r, 'pg')} | ${cpu(r, 'machine')} | ${f(r.rssPeak)} |`,
     );
   }
   lines.push(
@@ -1320,13 +1555,29 @@ function report({ rows, scaling, targets }: Results) {
       `| ${s.name}${note} | ${f(s.small.rps)} | ${s.small.mean?.toFixed(2)} | ${f(s.large.rps)} | ${s.large.mean?.toFixed(2)} | ${latencyRatio(s.small, s.large).toFixed(2)} |`,
     );
   }
+  if (workers.length) {
+    lines.push(
+      '',
+      `| read scenario (${LARGE} docs) | req/s, 1 process | req/s, ${WORKERS} processes | ${WORKERS} / 1 |`,
+      '|---|---:|---:|---:|',
+    );
+    for (const w of workers)
+      lines.push(
+        `| ${w.name} | ${f(w.one.rps)} | ${f(w.many.rps)} | ${(w.many.rps / w.one.rps).toFixed(2)} |`,
+      );
+  }
   lines.push('', '| target | result | measured |', '|---|---|---|');
   for (const [name, ok, measured] of targets)
     lines.push(`| ${name} | ${ok ? 'PASS' : 'FAIL'} | ${measured} |`);
+  const failed = targets.filter(([, ok]) => !ok).map(([name]) => name);
+  lines.push(
+    '',
+    `Targets: ${targets.length - failed.length} of ${targets.length} PASS${failed.length ? `; FAIL: ${failed.join('; ')}` : ''}`,
+  );
   if (embedded)
     lines.push(
       '',
-      'Embedded: the baseline needs its own connection to the database, which PGlite (one process) cannot give; ratios are n/a.',
+      'Embedded: the baseline and the hand-written server need their own connections to the database, which PGlite (one process) cannot give; ratios are n/a.',
     );
   lines.push(
     '',

@@ -1,8 +1,9 @@
 /**
- * The benchmark suite (`npm run bench`). It starts the real server (`server.ts`) and the baseline
- * (scripts/bench/baseline.ts) as separate processes on the same database, seeds two collections of
- * realistic documents (a small one and a large one), and drives HTTP load at both with autocannon
- * from this process. Every figure is a median of several alternating runs, and every ratio is the
+ * The benchmark suite (`npm run bench`). It starts the real server (`server.ts`), the baseline
+ * (scripts/bench/baseline.ts, our SQL without our layers) and the hand-written server
+ * (scripts/bench/hand-written.ts, the simplest SQL for the data, on copies of the collections) as
+ * separate processes on the same database, seeds two collections of realistic documents (a small
+ * one and a large one), and drives HTTP load at all three with autocannon from this process. Every figure is a median of several alternating runs, and every ratio is the
  * median of the ratios of adjacent API and baseline runs: absolute numbers on a shared 2-core
  * machine mean little.
  *
@@ -12,6 +13,7 @@
  *   npm run bench -- --soak 60                  # RSS over 60 s of sustained reads (the default)
  *   npm run bench -- --docs 100000 --only 'cursor walk'   # every page of a walk with `cursor`, timed
  *   npm run bench -- --docs 200000 --only '$group'        # aggregate's $group against hand-written SQL
+ *   npm run bench -- --workers 2                # the API as 2 processes (WORKERS=2), then its reads with 1
  *   npm run bench -- --cpu-prof DIR             # also a CPU profile of each scenario's measured runs, per server
  *   BENCH_NODE_FLAGS=--trace-gc-nvp npm run bench -- --only lookup   # Node options for both servers
  *

@@ -189,7 +189,7 @@ describe('indexes', () => {
 });
 
 describe('planner statistics', () => {
-  it('are gathered after enough writes, without waiting for autovacuum (PGlite has none)', async () => {
+  it('are gathered after enough writes, without waiting for autovacuum (PGlite has none) or for Citus', async () => {
     const col = await freshCollection(t);
     await col.index(['n'], { name: 'byN' });
     const reltuples = async () => {

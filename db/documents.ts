@@ -11,6 +11,7 @@ import { type FieldPath, rootNavs } from './query/path.js';
 import { compileOrderKeys, orderByText, type SortKey } from './query/sort.js';
 import { compileTextScore } from './query/text-search.js';
 import { CONFLICT_ATTEMPTS, retryingConflicts, type Sql, type TransactionSql } from './sql.js';
+import { uniqueViolationOf } from './unique-violation.js';
 
 /** Raised when an insert or upsert would duplicate `_id` or a unique index key. */
 export class DuplicateKeyError extends Error {}
@@ -382,12 +383,6 @@ export async function insertDocuments(sql: Sql, c: CollectionRef, docs: JsonObje
   return prepared.map((d) => d._id as DocumentId);
 }
 
-/** The id of the unique index a unique violation names (constraint `x<id>_u`); none for `_id`. */
-function uniqueIndexIdOf(err: unknown): string | undefined {
-  const constraint = (err as { constraint_name?: string }).constraint_name ?? '';
-  return /^x(\d+)_u$/.exec(constraint)?.[1];
-}
-
 /** Names the offending key of a failed insert: an existing `_id`, or the unique index. */
 async function describeDuplicate(
   sql: Sql,
@@ -395,9 +390,9 @@ async function describeDuplicate(
   docs: JsonObject[],
   err: unknown,
 ): Promise<Error> {
-  const uniqueId = uniqueIndexIdOf(err);
-  if (uniqueId !== undefined) {
-    const ix = c.indexes.find((i) => i.id === uniqueId);
+  const violation = uniqueViolationOf(err);
+  if (violation.on === 'index') {
+    const ix = c.indexes.find((i) => i.id === violation.indexId);
     const fields = ix?.key.map(([p]) => p).join(', ') ?? '?';
     return new DuplicateKeyError(
       `A document has the same value as another for the unique index '${ix?.name ?? '?'}' (${fields}); nothing was written.`,
@@ -462,15 +457,20 @@ export async function updateDocuments(sql: Sql, c: CollectionRef, plan: UpdatePl
       return await retryingConflicts(() => sql.begin((tx) => updateIn(tx, c, plan)));
     } catch (err) {
       if ((err as { code?: string }).code !== '23505') throw err;
-      const uniqueId = uniqueIndexIdOf(err);
-      const ix = uniqueId === undefined ? undefined : c.indexes.find((i) => i.id === uniqueId);
+      const violation = uniqueViolationOf(err);
+      if (violation.on === 'index') {
+        const ix = c.indexes.find((i) => i.id === violation.indexId);
+        throw new DuplicateKeyError(
+          `The update would give two documents the same value for the unique index '${ix?.name ?? '?'}'; nothing was written.`,
+        );
+      }
       // Another request inserted the document this upsert was about to insert: it matches now,
       // so the upsert runs again and updates it, as it would have done a moment later.
-      if (!ix && plan.upsert && attempt < CONFLICT_ATTEMPTS) continue;
+      if (plan.upsert && attempt < CONFLICT_ATTEMPTS) continue;
       throw new DuplicateKeyError(
-        ix
-          ? `The update would give two documents the same value for the unique index '${ix.name}'; nothing was written.`
-          : 'The upsert would insert an _id that already exists; nothing was written.',
+        violation.on === 'id'
+          ? 'The upsert would insert an _id that already exists; nothing was written.'
+          : 'The update would duplicate a unique key; nothing was written.',
       );
     }
   }

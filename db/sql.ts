@@ -9,6 +9,12 @@ export type TransactionSql = postgres.TransactionSql;
  * takes as long as the data needs, and cannot run inside a transaction where `set local` would do.
  */
 export async function withoutStatementTimeout<T>(sql: Sql, work: (conn: Sql) => Promise<T>): Promise<T> {
+  // Only the timeout this process put in its startup packet (db/open.ts) is lifted. Through a
+  // pooler in transaction mode (PgBouncer) each statement may reach another server connection, so
+  // a session-level SET could miss the VACUUM and stay behind for other clients; there the timeout
+  // belongs to the role (README, "Scaling out"), and maintenance runs under it.
+  const own = (sql.options?.connection as { statement_timeout?: unknown } | undefined)?.statement_timeout;
+  if (!own) return work(sql);
   const conn = await sql.reserve();
   try {
     await conn.unsafe('set statement_timeout = 0');

@@ -7,6 +7,8 @@ const CHANGED_FRACTION = 0.1;
 interface TableState {
   changed: number;
   rowsAtLastAnalyze: number;
+  /** A Citus-distributed table: its rows are on a worker, whose autovacuum keeps it. */
+  distributed?: boolean;
   /** The maintenance command in progress, if any. */
   running?: Promise<void>;
 }
@@ -21,9 +23,17 @@ interface TableState {
  * alone (an Index Only Scan) instead of visiting every matching row, and it reclaims the space of
  * updated and deleted documents. The rule is autovacuum's: once the rows written exceed a base
  * plus a fraction of the table.
+ *
+ * On Citus the coordinator holds no rows of a distributed table (a workplace schema under
+ * schema-based sharding), and its pg_class.reltuples stays 0, so the rule above would VACUUM such a
+ * table after every MIN_CHANGES rows whatever its size. Those tables are left to the autovacuum of
+ * the worker that holds them (on by default there); ANALYZE after an index build still runs, and
+ * Citus passes it on to the shard. Whether Citus is installed is asked once per process, so plain
+ * PostgreSQL and PGlite pay one catalog query.
  */
 export class Statistics {
   readonly #tables = new Map<string, TableState>();
+  #citus: Promise<boolean> | undefined;
 
   constructor(
     private readonly sql: Sql,
@@ -38,6 +48,7 @@ export class Statistics {
     if (rows <= 0) return undefined;
     const state = this.#tables.get(table) ?? { changed: 0, rowsAtLastAnalyze: 0 };
     this.#tables.set(table, state);
+    if (state.distributed) return undefined;
     state.changed += rows;
     if (state.running || state.changed < MIN_CHANGES + CHANGED_FRACTION * state.rowsAtLastAnalyze)
       return undefined;
@@ -72,6 +83,11 @@ export class Statistics {
     });
     const changed = state.changed;
     try {
+      if (command === 'vacuum (analyze)' && (await this.distributed(table))) {
+        state.distributed = true;
+        state.changed = 0;
+        return;
+      }
       await withoutStatementTimeout(this.sql, (conn) => conn.unsafe(`${command} ${table}`));
       const [row] = await this.sql.unsafe<{ n: number }[]>(
         `select reltuples::float8 as n from pg_class where oid = $1::text::regclass`,
@@ -86,5 +102,24 @@ export class Statistics {
       state.running = undefined;
       done();
     }
+  }
+
+  /** Whether Citus distributes `table` (pg_dist_partition lists it); false without Citus. */
+  private async distributed(table: string): Promise<boolean> {
+    this.#citus ??= this.sql
+      .unsafe<{ citus: boolean }[]>(`select to_regclass('pg_catalog.pg_dist_partition') is not null as citus`)
+      .then(
+        ([row]) => row?.citus === true,
+        (err: unknown) => {
+          this.#citus = undefined;
+          throw err;
+        },
+      );
+    if (!(await this.#citus)) return false;
+    const [row] = await this.sql.unsafe<{ distributed: boolean }[]>(
+      `select exists (select 1 from pg_catalog.pg_dist_partition where logicalrelid = $1::text::regclass) as distributed`,
+      [table],
+    );
+    return row?.distributed === true;
   }
 }

@@ -5,7 +5,7 @@ import { explain } from '../../db/documents.js';
 import { parsePipeline } from '../../db/query/pipeline.js';
 import { Statistics } from '../../db/statistics.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { freshCollection } from './storage-helpers.js';
+import { freshCollection, withoutShardSuffixes } from './storage-helpers.js';
 
 const DOCS = 20_000;
 let t: TestApp;
@@ -15,7 +15,9 @@ let workplace: string;
 async function planOf(pipeline: unknown[]) {
   const lookup = await findCollection(t.sql, workplace, 'big');
   if (!lookup.workplace || !lookup.found) throw new Error('no collection');
-  return explain(t.sql, aggregateStatement(lookup.found, parsePipeline(pipeline)));
+  return withoutShardSuffixes(
+    await explain(t.sql, aggregateStatement(lookup.found, parsePipeline(pipeline))),
+  );
 }
 
 beforeAll(async () => {

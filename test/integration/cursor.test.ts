@@ -14,7 +14,7 @@ import { parseFilter } from '../../db/query/filter-ast.js';
 import { orderKeyCount, parseSort } from '../../db/query/sort.js';
 import { Statistics } from '../../db/statistics.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { freshCollection } from './storage-helpers.js';
+import { freshCollection, withoutShardSuffixes } from './storage-helpers.js';
 
 type Col = Awaited<ReturnType<typeof freshCollection>>;
 type Body = Record<string, unknown>;
@@ -473,7 +473,7 @@ describe('with an index on the sort path, a deep page reads only its own rows', 
       `explain (analyze, costs off, timing off, summary off) ${s.text}`,
       s.values,
     );
-    return rows.map((r) => r['QUERY PLAN']).join('\n');
+    return withoutShardSuffixes(rows.map((r) => r['QUERY PLAN']).join('\n'));
   }
 
   /** The cursor after `depth` documents, from a read with skip (what a walk would have reached). */

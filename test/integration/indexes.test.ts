@@ -95,6 +95,16 @@ describe('indexes', () => {
     expect(upd.status).toBe(409);
     expect(upd.body.detail).toContain('byEmail');
     expect(await col.ids({ query: { email: 'b@x' } })).toEqual([2]);
+
+    // An upsert that inserts a duplicate of the unique key is refused at once, not taken for a race on _id.
+    const ups = await col.call('update', {
+      query: { _id: 3 },
+      doc: { $set: { email: 'a@x' } },
+      upsert: true,
+    });
+    expect(ups.status, ups.text).toBe(409);
+    expect(ups.body.detail).toContain('byEmail');
+    expect((await col.call('count', { query: {} })).body.result.count).toBe(2);
   });
 
   it('a unique index treats a missing field as null, as MongoDB does', async () => {
@@ -179,7 +189,7 @@ describe('indexes', () => {
 });
 
 describe('planner statistics', () => {
-  it('are gathered after enough writes, without waiting for autovacuum (PGlite has none)', async () => {
+  it('are gathered after enough writes, without waiting for autovacuum (PGlite has none) or for Citus', async () => {
     const col = await freshCollection(t);
     await col.index(['n'], { name: 'byN' });
     const reltuples = async () => {

@@ -2,6 +2,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findCollection } from '../../db/collections.js';
 import { MIGRATION_LOCK_KEY, migrate } from '../../db/migrate.js';
+import { Statistics } from '../../db/statistics.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 const DATABASE_URL = process.env.DATABASE_URL;
@@ -95,5 +96,13 @@ describe.runIf(DATABASE_URL)('the statement timeout', () => {
       t.request({ method: 'POST', url: `${url}/indexes`, body: { name: 'byA', key: ['a'] } }),
     );
     expect(res.status, res.text).toBe(201);
+  });
+
+  it("does not apply to the server's own ANALYZE and VACUUM", async () => {
+    const { table } = await collection();
+    const failures: unknown[] = [];
+    const statistics = new Statistics(t.sql, (err) => failures.push(err));
+    await whileLocked(table, 3 * TIMEOUT_MS, () => statistics.analyze(table));
+    expect(failures).toEqual([]);
   });
 });

@@ -237,8 +237,11 @@ function superviseWorkers(config: Config, log: Logger): void {
     if (stopping) return;
     stopping = true;
     for (const timer of restarts) clearTimeout(timer);
-    log.info(`${signal} received; stopping ${Object.keys(cluster.workers ?? {}).length} workers`);
-    for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGTERM');
+    const running = Object.values(cluster.workers ?? {});
+    log.info(`${signal} received; stopping ${running.length} workers`);
+    // Between a worker's death and its replacement there may be none left to wait for.
+    if (running.length === 0) process.exit(0);
+    for (const w of running) w?.process.kill('SIGTERM');
     // Each worker gives up after SHUTDOWN_GRACE_MS on its own; this only ends a worker that hangs.
     setTimeout(() => {
       log.error(`workers still running ${SHUTDOWN_GRACE_MS + 5_000} ms after ${signal}; killing them`);

@@ -127,7 +127,8 @@ describe.runIf(pgUrl)('WORKERS on PostgreSQL (skipped without DATABASE_URL)', ()
         expect(lines.filter((l) => /^connection budget: /.test(l.msg ?? ''))).toEqual([
           expect.objectContaining({
             pid: primary,
-            level: 30,
+            // info, or a warning if other clients of this shared server hold many connections now
+            level: expect.toSatisfy((level: number) => level === 30 || level === 40),
             msg: expect.stringMatching(/^connection budget: 2 processes x 11 = 22 of max_connections \d+/),
           }),
         ]);

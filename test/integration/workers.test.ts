@@ -2,6 +2,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { request } from 'node:http';
+import { createServer } from 'node:net';
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { randomName } from '../helpers/app.js';
@@ -196,6 +197,31 @@ describe.runIf(pgUrl)('WORKERS on PostgreSQL (skipped without DATABASE_URL)', ()
           .toBe(0);
       } finally {
         if (!stopped) await server.stop('SIGKILL');
+      }
+    },
+    TEST_TIMEOUT,
+  );
+
+  it(
+    'exits 1 when the workers cannot listen, instead of restarting them forever',
+    async () => {
+      const taken = createServer();
+      await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+      const address = taken.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      try {
+        const run = await runToExit({
+          DATABASE_URL: pgUrl as string,
+          ADMIN_TOKEN: token,
+          WORKERS: '2',
+          PORT: String(port),
+        });
+        expect(run.code).toBe(1);
+        expect(run.stderr).toContain(`EADDRINUSE 127.0.0.1:${port}`);
+        expect(run.stdout).toMatch(/worker \d+ exited with code 1 before listening; stopping/);
+        expect(run.stdout).not.toMatch(/starting another|Listening on/);
+      } finally {
+        await new Promise((resolve) => taken.close(resolve));
       }
     },
     TEST_TIMEOUT,

@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { DEFAULT_DB_DEADLINE_MS } from './db/deadline.js';
@@ -6,6 +7,9 @@ import { DEFAULT_BODY_LIMIT } from './http/json-body.js';
 
 /** How long one statement of a request may run on PostgreSQL before it is cancelled (503). */
 export const DEFAULT_STATEMENT_TIMEOUT_MS = 30_000;
+
+/** More processes than this on one host is a mistake rather than a plan (each holds a pool). */
+const MAX_WORKERS = 256;
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -52,6 +56,12 @@ const EnvSchema = Type.Object({
   TTL_INTERVAL_SECONDS: Type.Optional(
     Type.String({ pattern: '^[0-9]+$', description: 'seconds from 1 to 86400' }),
   ),
+  WORKERS: Type.Optional(
+    Type.String({
+      pattern: '^(auto|[0-9]+)$',
+      description: `auto (one per core) or an integer from 1 to ${MAX_WORKERS}`,
+    }),
+  ),
   TRUST_PROXY: Type.Optional(
     Type.String({
       minLength: 1,
@@ -88,6 +98,11 @@ export interface Config {
   readonly trustProxy: boolean | string[];
   /** How often the TTL sweeper looks for expired documents (db/ttl.ts); MongoDB's is 60 s. */
   readonly ttlIntervalSeconds: number;
+  /**
+   * How many processes serve requests: 1 is the server itself; more are node:cluster workers
+   * sharing the port (PostgreSQL only). WORKERS=auto is resolved here, to the cores available.
+   */
+  readonly workers: number;
 }
 
 export class ConfigError extends Error {
@@ -182,6 +197,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     86_400,
   );
 
+  const workers =
+    e.WORKERS === 'auto'
+      ? availableParallelism()
+      : intInRange(problems, 'WORKERS', e.WORKERS, 1, 1, MAX_WORKERS);
+  // PGlite is one process holding its data directory's lock: a second process cannot open it.
+  if (workers > 1 && !relevant.DATABASE_URL) {
+    const shown = e.WORKERS === 'auto' ? `auto (${workers} cores)` : String(workers);
+    problems.push(
+      `WORKERS=${shown}: more than one process needs DATABASE_URL (PostgreSQL); the embedded database is opened by one process only`,
+    );
+  }
+
   if (relevant.DATABASE_URL && !relevant.ADMIN_TOKEN) {
     problems.push(
       'ADMIN_TOKEN: is required when DATABASE_URL is set (only the embedded database generates one)',
@@ -205,6 +232,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     dbDeadlineMs,
     trustProxy,
     ttlIntervalSeconds,
+    workers,
   });
 }
 

@@ -1,7 +1,10 @@
-// The only module with side effects: configuration, database, migrations, listening, shutdown.
-import { pino } from 'pino';
+// The only module with side effects: configuration, database, migrations, listening, shutdown,
+// and with WORKERS > 1 the node:cluster primary that runs the workers.
+import cluster from 'node:cluster';
+import { type Logger, pino } from 'pino';
 import { buildApp } from './app.js';
 import { type Config, ConfigError, loadConfig, publicUrlFor } from './config.js';
+import { connectionBudget, readConnectionLimits } from './db/connection-budget.js';
 import { DataDirLockedError } from './db/embedded.js';
 import { migrate } from './db/migrate.js';
 import { type Database, openDatabase } from './db/open.js';
@@ -45,8 +48,16 @@ async function main(): Promise<void> {
       level: config.logLevel,
       redact: ['req.headers["x-auth-token"]', 'req.headers.authorization', 'req.headers.authorizarion'],
     },
-    stdoutLogDestination(),
+    // Workers share the primary's stdout: each write must stay whole between the others' lines.
+    stdoutLogDestination(1, cluster.isWorker),
   );
+
+  if (cluster.isWorker) {
+    // The primary checked the budget and migrated; ADMIN_TOKEN is set (PostgreSQL requires it).
+    const db = await openDatabase(config);
+    await serve(config, log, db, await resolveAdminToken(db.sql, config));
+    return;
+  }
 
   let db: Database;
   try {
@@ -58,6 +69,16 @@ async function main(): Promise<void> {
       process.exit(1);
     }
     throw err;
+  }
+  if (db.kind === 'postgres') {
+    const budget = connectionBudget(await readConnectionLimits(db.sql), config.workers, config.dbPoolMax);
+    if (budget.verdict === 'refuse') {
+      log.fatal(budget.message);
+      process.stderr.write(`${budget.message}\n`);
+      await db.close();
+      process.exit(1);
+    }
+    log[budget.verdict === 'warn' ? 'warn' : 'info'](budget.message);
   }
   const applied = await migrate(db.sql);
   if (applied.length > 0) log.info({ migrations: applied }, `applied ${applied.length} migration(s)`);
@@ -71,6 +92,17 @@ async function main(): Promise<void> {
     );
   }
 
+  if (config.workers === 1) {
+    await serve(config, log, db, admin);
+    return;
+  }
+  // The primary serves nothing and holds no connection while the workers run.
+  await db.close();
+  superviseWorkers(config, log);
+}
+
+/** Builds the app on `db`, listens, and shuts down gracefully on SIGTERM or SIGINT. */
+async function serve(config: Config, log: Logger, db: Database, admin: { hash: Buffer }): Promise<void> {
   // The bound port is known only after listen (PORT=0), and the issuer needs it: resolve lazily.
   let boundPort = config.port;
   const app = await buildApp({
@@ -86,8 +118,9 @@ async function main(): Promise<void> {
     host: config.host,
     listenTextResolver: (address) => {
       boundPort = Number(new URL(address).port);
-      const publicUrl = publicUrlFor(config, boundPort);
-      return `Listening on ${address}; public URL ${publicUrl}, API docs at ${publicUrl}/docs`;
+      // A worker's own line; the primary prints the one "Listening on" line once all workers listen.
+      if (cluster.isWorker) return `worker ready at ${address}`;
+      return listeningLine(config, address);
     },
   });
 
@@ -121,6 +154,105 @@ async function main(): Promise<void> {
   };
   process.once('SIGTERM', () => void shutdown('SIGTERM'));
   process.once('SIGINT', () => void shutdown('SIGINT'));
+}
+
+function listeningLine(config: Config, address: string): string {
+  const publicUrl = publicUrlFor(config, Number(new URL(address).port));
+  return `Listening on ${address}; public URL ${publicUrl}, API docs at ${publicUrl}/docs`;
+}
+
+/** A worker that dies within this long of its start counts as a crash loop: its restart waits longer. */
+const CRASH_WINDOW_MS = 10_000;
+const RESTART_DELAY_MAX_MS = 30_000;
+
+/**
+ * The primary of WORKERS > 1: forks the workers, which share the port (node:cluster hands the
+ * primary's connections to them round-robin), replaces a worker that dies, and on SIGTERM or
+ * SIGINT stops them all, each with its own graceful shutdown.
+ */
+function superviseWorkers(config: Config, log: Logger): void {
+  const listening = new Set<number>();
+  let started = false;
+  let stopping = false;
+  let clean = true;
+  let crashes = 0;
+  const startedAt = new Map<number, number>();
+  const restarts = new Set<NodeJS.Timeout>();
+  const fork = () => {
+    const worker = cluster.fork();
+    startedAt.set(worker.id, Date.now());
+    log.info({ worker: worker.process.pid }, `worker ${worker.process.pid} started`);
+  };
+
+  cluster.on('listening', (worker, address) => {
+    if (listening.has(worker.id)) return; // one line per worker, even listening on two addresses
+    listening.add(worker.id);
+    if (started) {
+      log.info({ worker: worker.process.pid }, `worker ${worker.process.pid} replaced the one that died`);
+      return;
+    }
+    if (listening.size === config.workers) {
+      started = true;
+      const host = address.addressType === 6 ? `[${address.address}]` : address.address;
+      log.info(`${listeningLine(config, `http://${host}:${address.port}`)} (${config.workers} workers)`);
+    }
+  });
+
+  cluster.on('exit', (worker, code, signal) => {
+    const wasListening = listening.delete(worker.id);
+    const pid = worker.process.pid;
+    const how = signal ? `signal ${signal}` : `code ${code}`;
+    if (stopping) {
+      // A worker still starting has no signal handler yet, and nothing in flight either.
+      if (code !== 0 && !(signal === 'SIGTERM' && !wasListening)) {
+        clean = false;
+        log.warn({ worker: pid }, `worker ${pid} stopped with ${how}`);
+      }
+      if (Object.keys(cluster.workers ?? {}).length > 0) return;
+      if (clean) log.info('all workers shut down cleanly');
+      process.exit(clean ? 0 : 1);
+    }
+    if (!started) {
+      // A worker that cannot start (its error is on stderr) would fail the same way again.
+      log.fatal({ worker: pid }, `worker ${pid} exited with ${how} before listening; stopping`);
+      stopping = true;
+      clean = false;
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(1);
+      for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGKILL');
+      return;
+    }
+    const lived = Date.now() - (startedAt.get(worker.id) ?? 0);
+    startedAt.delete(worker.id);
+    crashes = lived < CRASH_WINDOW_MS ? crashes + 1 : 0;
+    const delay = crashes === 0 ? 0 : Math.min(100 * 2 ** crashes, RESTART_DELAY_MAX_MS);
+    log.error({ worker: pid }, `worker ${pid} exited with ${how}; starting another in ${delay} ms`);
+    const timer = setTimeout(() => {
+      restarts.delete(timer);
+      fork();
+    }, delay);
+    restarts.add(timer);
+  });
+
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    for (const timer of restarts) clearTimeout(timer);
+    const running = Object.values(cluster.workers ?? {});
+    log.info(`${signal} received; stopping ${running.length} workers`);
+    // Between a worker's death and its replacement there may be none left to wait for.
+    if (running.length === 0) process.exit(0);
+    for (const w of running) w?.process.kill('SIGTERM');
+    // Each worker gives up after SHUTDOWN_GRACE_MS on its own; this only ends a worker that hangs.
+    setTimeout(() => {
+      log.error(`workers still running ${SHUTDOWN_GRACE_MS + 5_000} ms after ${signal}; killing them`);
+      for (const w of Object.values(cluster.workers ?? {})) w?.process.kill('SIGKILL');
+      process.exit(1);
+    }, SHUTDOWN_GRACE_MS + 5_000).unref();
+  };
+  process.once('SIGTERM', () => stop('SIGTERM'));
+  process.once('SIGINT', () => stop('SIGINT'));
+
+  for (let i = 0; i < config.workers; i++) fork();
 }
 
 main().catch((err) => {

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import { type Config, ConfigError, loadConfig, publicUrlFor } from '../../config.js';
 
@@ -36,6 +37,7 @@ describe('loadConfig', () => {
       dbDeadlineMs: 5_000,
       trustProxy: false,
       ttlIntervalSeconds: 60,
+      workers: 1,
     } satisfies Config);
   });
 
@@ -107,6 +109,22 @@ describe('loadConfig', () => {
     ['DB_DEADLINE_MS max', { DB_DEADLINE_MS: '600000' }, { dbDeadlineMs: 600_000 }],
     ['TTL_INTERVAL_SECONDS', { TTL_INTERVAL_SECONDS: '1' }, { ttlIntervalSeconds: 1 }],
     ['TTL_INTERVAL_SECONDS max', { TTL_INTERVAL_SECONDS: '86400' }, { ttlIntervalSeconds: 86_400 }],
+    ['WORKERS=1 on the embedded database', { WORKERS: '1' }, { workers: 1 }],
+    [
+      'WORKERS on PostgreSQL',
+      { WORKERS: '4', DATABASE_URL: 'postgres://db/app', ADMIN_TOKEN: TOKEN },
+      { workers: 4 },
+    ],
+    [
+      'WORKERS max',
+      { WORKERS: '256', DATABASE_URL: 'postgres://db/app', ADMIN_TOKEN: TOKEN },
+      { workers: 256 },
+    ],
+    [
+      'WORKERS=auto',
+      { WORKERS: 'auto', DATABASE_URL: 'postgres://db/app', ADMIN_TOKEN: TOKEN },
+      { workers: availableParallelism() },
+    ],
     ['TRUST_PROXY=true', { TRUST_PROXY: 'true' }, { trustProxy: true }],
     ['TRUST_PROXY=false', { TRUST_PROXY: 'false' }, { trustProxy: false }],
     ['TRUST_PROXY one address', { TRUST_PROXY: '10.0.0.5' }, { trustProxy: ['10.0.0.5'] }],
@@ -165,10 +183,18 @@ describe('loadConfig', () => {
     ['DB_DEADLINE_MS', '99'],
     ['DB_DEADLINE_MS', '600001'],
     ['DB_DEADLINE_MS', '5s'],
+    ['WORKERS', '0'],
+    ['WORKERS', '257'],
+    ['WORKERS', 'all'],
+    ['WORKERS', 'AUTO'],
+    ['WORKERS', '-1'],
+    ['WORKERS', '1.5'],
   ])('rejects %s=%j, naming the variable', (name, value) => {
     const env: Record<string, string> = { [name]: value };
     // DATABASE_URL needs ADMIN_TOKEN; give it one so that DATABASE_URL itself is the only problem.
     if (name === 'DATABASE_URL') env.ADMIN_TOKEN = TOKEN;
+    // WORKERS > 1 needs DATABASE_URL: give it one, so that the value itself is the problem.
+    if (name === 'WORKERS') Object.assign(env, { DATABASE_URL: 'postgres://db/app', ADMIN_TOKEN: TOKEN });
     const err = configError(env);
     expect(named(err.problems)).toEqual([name]);
     expect(err.problems[0]).toContain(JSON.stringify(value));
@@ -196,6 +222,21 @@ describe('loadConfig', () => {
     const err = configError({ ADMIN_TOKEN: secret, DATABASE_URL: 'postgres://db/app', PORT: 'x' });
     expect(new Set(named(err.problems))).toEqual(new Set(['ADMIN_TOKEN', 'PORT']));
     expect(err.message).not.toContain(secret);
+  });
+
+  it('refuses more than one worker on the embedded database, saying why', () => {
+    const err = configError({ WORKERS: '2' });
+    expect(err.problems).toEqual([
+      'WORKERS=2: more than one process needs DATABASE_URL (PostgreSQL); the embedded database is opened by one process only',
+    ]);
+    // auto means more than one wherever there is more than one core, and says what it came to.
+    if (availableParallelism() > 1) {
+      expect(configError({ WORKERS: 'auto' }).problems[0]).toMatch(
+        new RegExp(
+          `^WORKERS=auto \\(${availableParallelism()} cores\\): more than one process needs DATABASE_URL`,
+        ),
+      );
+    }
   });
 
   it('requires ADMIN_TOKEN when DATABASE_URL is set', () => {

@@ -11,15 +11,22 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
  * Runs `body` in a fresh Node process with `log`, a pino logger over stdoutLogDestination writing
  * to a file; returns the file's lines and what the process printed on stderr.
  */
-function runWithLog(body: string): { lines: string[]; stderr: string } {
+function runWithLog(body: string, shared = false): { lines: string[]; stderr: string } {
   const dir = mkdtempSync(path.join(tmpdir(), 'log-destination-'));
   const file = path.join(dir, 'out.log');
   const script = `
-    import { openSync, readFileSync } from 'node:fs';
+    import fs, { openSync, readFileSync } from 'node:fs';
+    // Every write's size, as sonic-boom hands it to the system.
+    const writes = [];
+    const writeSync = fs.writeSync;
+    fs.writeSync = (fd, data, ...rest) => {
+      writes.push(Buffer.byteLength(data));
+      return writeSync(fd, data, ...rest);
+    };
     import { pino } from 'pino';
     import { stdoutLogDestination } from ${JSON.stringify(path.join(ROOT, 'http', 'log-destination.ts'))};
     const fd = openSync(${JSON.stringify(file)}, 'w');
-    const log = pino({ base: null, timestamp: false }, stdoutLogDestination(fd));
+    const log = pino({ base: null, timestamp: false }, stdoutLogDestination(fd, ${shared}));
     const written = () => readFileSync(${JSON.stringify(file)}, 'utf8');
     ${body}
   `;
@@ -67,5 +74,24 @@ describe('stdoutLogDestination', () => {
     expect(stderr).toContain('written during the turn: true');
     expect(lines).toHaveLength(2000);
     expect(lines[1999]).toMatch(/^line 1999 /);
+  });
+
+  it('cuts writes at line ends to what a pipe takes whole when other processes share stdout', () => {
+    const { lines, stderr } = runWithLog(
+      `
+      for (let i = 0; i < 2000; i++) log.info('line ' + i + ' ' + 'x'.repeat(100));
+      log.info('long ' + 'y'.repeat(5000));
+      log.info('after');
+      process.on('exit', () => process.stderr.write('writes: ' + JSON.stringify(writes) + '\\n'));
+    `,
+      true,
+    );
+    expect(lines).toHaveLength(2002);
+    expect(lines[1999]).toMatch(/^line 1999 /);
+    expect(lines[2001]).toBe('after');
+    const writes = JSON.parse(/writes: (.*)/.exec(stderr)?.[1] ?? '[]') as number[];
+    expect(writes.length).toBeGreaterThan(50);
+    // Only the one line longer than PIPE_BUF is written longer, whole.
+    expect(writes.filter((n) => n > 4096)).toHaveLength(1);
   });
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findCollection } from '../../db/collections.js';
+import { STALE_CATALOG } from '../../db/catalog-cache.js';
+import { catalogGuard, findCollection } from '../../db/collections.js';
 import { countStatement, readStatement, type Statement } from '../../db/documents.js';
 import { parseFilter } from '../../db/query/filter-ast.js';
 import { parseSort } from '../../db/query/sort.js';
@@ -76,6 +77,37 @@ describe('prepared reads', () => {
     for (const n of counts) expect([30, 31]).toContain(n);
     expect(await read()).toEqual(withArray);
     expect(await count()).toBe(31);
+  });
+});
+
+describe.runIf(process.env.DATABASE_URL)('the catalog guard of a prepared statement', () => {
+  it('reads the version a catalog change committed while the statement waited for its table', async () => {
+    const c = await freshCollection(t);
+    await c.insert([{ _id: 1, k: 1 }]);
+    const c0 = await ref(c.workplace);
+    const text = `select count(*) as n from ${c0.table} where ${catalogGuard(c0)}`;
+    const waiter = await t.sql.reserve();
+    const builder = await t.sql.reserve();
+    try {
+      // Past five executions: the generic plan, as a busy server runs it.
+      for (let i = 0; i < 7; i++) await waiter.unsafe(text, [], { prepare: true });
+      // What an index build does (db/collections.ts lockForIndexChange): the table, then the version.
+      await builder.unsafe('begin');
+      await builder.unsafe(`lock table ${c0.table} in access exclusive mode`);
+      await builder.unsafe(
+        `update collections set catalog_version = catalog_version + 1 where id = ${c0.id}`,
+      );
+      const waiting = waiter.unsafe(text, [], { prepare: true }).then(
+        () => 'ran',
+        (err: { code?: string }) => err.code,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await builder.unsafe('commit');
+      expect(await waiting).toBe(STALE_CATALOG);
+    } finally {
+      waiter.release();
+      builder.release();
+    }
   });
 });
 

@@ -50,6 +50,9 @@ const EnvSchema = Type.Object({
   STATEMENT_TIMEOUT_MS: Type.Optional(
     Type.String({ pattern: '^[0-9]+$', description: 'milliseconds: 0 (no limit) or from 100 to 3600000' }),
   ),
+  DB_PREPARE: Type.Optional(
+    Type.Union([Type.Literal('true'), Type.Literal('false')], { description: 'true or false' }),
+  ),
   DB_DEADLINE_MS: Type.Optional(
     Type.String({ pattern: '^[0-9]+$', description: 'milliseconds from 100 to 600000' }),
   ),
@@ -86,6 +89,11 @@ export interface Config {
   readonly adminToken: string | undefined;
   readonly logLevel: (typeof LOG_LEVELS)[number];
   readonly dbPoolMax: number;
+  /**
+   * Whether statements are prepared on PostgreSQL connections (db/statement-texts.ts). false for a
+   * connection pooler in transaction mode that cannot hold prepared statements.
+   */
+  readonly dbPrepare: boolean;
   readonly bodyLimit: number;
   /** PostgreSQL's statement_timeout for requests' statements; 0 for none. */
   readonly statementTimeoutMs: number;
@@ -227,6 +235,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     adminToken: e.ADMIN_TOKEN,
     logLevel: e.LOG_LEVEL ?? 'info',
     dbPoolMax,
+    dbPrepare: e.DB_PREPARE !== 'false',
     bodyLimit,
     statementTimeoutMs,
     dbDeadlineMs,

@@ -3,8 +3,8 @@ import { type CollectionRef, findCollection, type Lookup } from './collections.j
 import { TextIndexRequired } from './query/filter-sql.js';
 import type { Sql } from './sql.js';
 
-/** SQLSTATE of a guarded statement compiled from a stale entry: its catalog marker type is gone. */
-export const STALE_CATALOG = '42704';
+/** SQLSTATE of a guarded statement compiled from a stale entry (mdb.catalog_is, migration 0021). */
+export const STALE_CATALOG = 'WP001';
 const MAX_ENTRIES = 10_000;
 /**
  * Each retry follows a catalog change committed during the attempt before; a request meets more than

@@ -454,24 +454,20 @@ export function trackingMultikey(c: CollectionRef, dml: string): string {
     select count(*) as n from w`;
 }
 
-/** The type that exists while `c.version` is its collection's catalog version (migration 0008). */
-export function catalogMarker(c: CollectionRef): string {
-  return `mdb."catalog_${catalogId(c.id)}_${catalogId(c.version)}"`;
-}
-
 /**
- * A condition that names the catalog version a statement was compiled from, as a type that exists
- * only while that version is current (migration 0008): from a stale CollectionRef the statement
- * fails to parse (SQLSTATE 42704, STALE_CATALOG) and is run again with a fresh entry
- * (db/catalog-cache.ts). The planner folds it away, so it costs a type lookup.
+ * A condition that holds while `c.version` is its collection's catalog version, and otherwise fails
+ * the statement (SQLSTATE WP001, STALE_CATALOG) so that it runs again with a fresh entry
+ * (db/catalog-cache.ts). It does no DDL and is as right in a prepared statement as in one parsed
+ * anew (migration 0021).
  *
- * PostgreSQL resolves the type after it has locked the statement's target table (an INSERT, UPDATE
- * or DELETE names its target before anything else, and a SELECT's FROM comes before its WHERE), so
- * a write waiting behind an index build sees the version the build committed. Statements sent with
- * `sql.unsafe` are parsed anew each time; a prepared statement would keep the dropped type.
+ * It names constants only, so the planner makes it an InitPlan under a one-time filter: evaluated
+ * once per execution, with the statement's snapshot, which PostgreSQL takes after it has locked the
+ * statement's tables. A write waiting behind an index build therefore sees the version the build
+ * committed.
  */
 export function catalogGuard(c: CollectionRef): string {
-  return `(null::${catalogMarker(c)}) is null`;
+  const cid = catalogId(c.id);
+  return `(exists (select from collections where id = ${cid} and catalog_version = ${catalogId(c.version)}) or mdb.stale_catalog(${cid}))`;
 }
 
 export async function deleteIndex(sql: Sql, c: CollectionRef, name: string): Promise<boolean> {

@@ -11,6 +11,7 @@ import { type FieldPath, rootNavs } from './query/path.js';
 import { compileOrderKeys, orderByText, type SortKey } from './query/sort.js';
 import { compileTextScore } from './query/text-search.js';
 import { CONFLICT_ATTEMPTS, retryingConflicts, type Sql, type TransactionSql } from './sql.js';
+import type { RunOptions } from './statement-texts.js';
 import { uniqueViolationOf } from './unique-violation.js';
 
 /** Raised when an insert or upsert would duplicate `_id` or a unique index key. */
@@ -127,6 +128,13 @@ function textScoreOf(c: CollectionRef, filter: Filter, params: Params): (() => s
 export interface Statement {
   text: string;
   values: string[];
+  /** Whether postgres.js prepares it (db/statement-texts.ts); unprepared when absent. */
+  options?: RunOptions;
+}
+
+function shared(c: CollectionRef, text: string, values: string[]): Statement {
+  const s = c.texts.use(text);
+  return { text: s.text, values, options: s.options };
 }
 
 /**
@@ -153,7 +161,7 @@ export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false)
     (o.textScore && score ? `, ${score()} as s` : '');
   const limit = single ? o.limit : o.limit + 1;
   const text = `select doc${keys} from ${c.table} where ${guard}${keyset}${where} order by ${orderByText(order)} offset ${params.int(o.skip)} limit ${params.int(limit)}`;
-  return { text: c.texts.shared(text), values: params.values };
+  return shared(c, text, params.values);
 }
 
 export function countStatement(c: CollectionRef, filter: Filter, guarded = false): Statement {
@@ -161,10 +169,7 @@ export function countStatement(c: CollectionRef, filter: Filter, guarded = false
   const columns = catalogDependentColumns(c, filter);
   const where = columns.predicate + compileFilter(filter, { params, indexed: columns.indexed, text: c.text });
   const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
-  return {
-    text: c.texts.shared(`select count(*) as n from ${c.table} where ${guard}${where}`),
-    values: params.values,
-  };
+  return shared(c, `select count(*) as n from ${c.table} where ${guard}${where}`, params.values);
 }
 
 /** More distinct values than this is an error rather than a response of unbounded size. */
@@ -189,7 +194,7 @@ function distinctStatement(c: CollectionRef, key: FieldPath, filter: Filter, gua
     cross join lateral jsonb_array_elements(case when jsonb_typeof(t.v) = 'array' then t.v else jsonb_build_array(t.v) end) as e(v)
     where ${guard}${where}
     group by e.v order by mdb.key(e.v), e.v limit ${params.int(MAX_DISTINCT_VALUES + 1)}`;
-  return { text: c.texts.shared(text), values: params.values };
+  return shared(c, text, params.values);
 }
 
 export async function distinctValues(
@@ -199,8 +204,8 @@ export async function distinctValues(
   filter: Filter,
   guarded = false,
 ): Promise<Json[]> {
-  const { text, values } = distinctStatement(c, key, filter, guarded);
-  const rows = await sql.unsafe<{ v: Json }[]>(text, values);
+  const { text, values, options } = distinctStatement(c, key, filter, guarded);
+  const rows = await sql.unsafe<{ v: Json }[]>(text, values, options);
   if (rows.length > MAX_DISTINCT_VALUES)
     throw new QueryError(
       `'${key.text}' has more than ${MAX_DISTINCT_VALUES} distinct values under the query; narrow the query and ask in parts.`,
@@ -236,11 +241,9 @@ export function catalogDependentColumns(c: CollectionRef, filter: Filter) {
 }
 
 /**
- * Only reads whose SQL depends on the catalog carry the guard (catalogGuard). The type is looked up
- * when the statement is parsed and its rows are read with the snapshot taken just after: a catalog
- * change committed between the two (microseconds apart) goes unnoticed by that one read, which may
- * then miss the change's documents with an array on an indexed path, as a read that runs while
- * documents are written may miss them.
+ * Only reads whose SQL depends on the catalog carry the guard (catalogGuard). It reads the catalog
+ * version with the statement's own snapshot, the one its rows are read with, so a read never runs
+ * on a catalog other than the one it was compiled from.
  */
 function guardClause(c: CollectionRef): string {
   return `${catalogGuard(c)} and `;
@@ -260,8 +263,12 @@ export async function readPage(
   o: ReadOptions,
   guarded = false,
 ): Promise<Page<JsonObject[]>> {
-  const { text, values } = readStatement(c, o, guarded);
-  const rows = await sql.unsafe<({ doc: JsonObject; s?: number } & Record<string, Buffer>)[]>(text, values);
+  const { text, values, options } = readStatement(c, o, guarded);
+  const rows = await sql.unsafe<({ doc: JsonObject; s?: number } & Record<string, Buffer>)[]>(
+    text,
+    values,
+    options,
+  );
   const page = rows.slice(0, o.limit);
   const last = page.at(-1);
   const result = page.map((r) => idFirst(r.doc));
@@ -293,7 +300,7 @@ export async function readPageJson(
   o: ReadOptions,
   guarded = false,
 ): Promise<Page<Buffer>> {
-  const { text, values } = readStatement(c, o, guarded);
+  const { text, values, options } = readStatement(c, o, guarded);
   // Row by row (forEach) rather than from the query's result array: postgres.js's query objects
   // are often allocated in the old generation, and one that has answered keeps its result alive
   // until the next full collection, so every row of every read outlived the young-generation
@@ -303,7 +310,7 @@ export async function readPageJson(
   let lastKeys: Buffer[] | undefined;
   let more = false;
   await sql
-    .unsafe(text, values)
+    .unsafe(text, values, options)
     .raw()
     .forEach((row) => {
       const cells = row as unknown as Buffer[];
@@ -328,8 +335,8 @@ export async function countDocuments(
   filter: Filter,
   guarded = false,
 ): Promise<number> {
-  const { text, values } = countStatement(c, filter, guarded);
-  const [row] = await sql.unsafe<{ n: string }[]>(text, values);
+  const { text, values, options } = countStatement(c, filter, guarded);
+  const [row] = await sql.unsafe<{ n: string }[]>(text, values, options);
   return Number(row?.n ?? 0);
 }
 
@@ -350,9 +357,8 @@ export async function deleteDocuments(sql: Sql, c: CollectionRef, filter: Filter
   const params = new Params();
   const choice = indexesFor(c, filter);
   const where = choice.predicate + compileFilter(filter, { params, indexed: choice.indexed, text: c.text });
-  const result = await retryingConflicts(() =>
-    sql.unsafe(`delete from ${c.table} where ${catalogGuard(c)} and ${where}`, params.values),
-  );
+  const s = shared(c, `delete from ${c.table} where ${catalogGuard(c)} and ${where}`, params.values);
+  const result = await retryingConflicts(() => sql.unsafe(s.text, s.values, s.options));
   return result.count;
 }
 
@@ -367,15 +373,15 @@ export async function insertDocuments(sql: Sql, c: CollectionRef, docs: JsonObje
     seen.add(key);
   }
   try {
-    await retryingConflicts(() =>
-      sql.unsafe(
-        trackingMultikey(
-          c,
-          `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d where ${catalogGuard(c)}`,
-        ),
-        [JSON.stringify(prepared)],
+    const s = shared(
+      c,
+      trackingMultikey(
+        c,
+        `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d where ${catalogGuard(c)}`,
       ),
+      [JSON.stringify(prepared)],
     );
+    await retryingConflicts(() => sql.unsafe(s.text, s.values, s.options));
   } catch (err) {
     if ((err as { code?: string }).code === '23505') throw await describeDuplicate(sql, c, prepared, err);
     throw err;
@@ -502,11 +508,13 @@ async function lockFirst(
   const orderBy = orderByText(
     compileOrderKeys(sort, { ...choice, textScore: textScoreOf(c, filter, params) }, params),
   );
-  const first = `select doc from ${c.table} where ${catalogGuard(c)} and ${where} order by ${orderBy} limit 1`;
+  const text = `select doc from ${c.table} where ${catalogGuard(c)} and ${where} order by ${orderBy} limit 1`;
+  const locking = shared(c, `${text} for update`, params.values);
+  const first = shared(c, text, params.values);
   for (;;) {
-    const [row] = await tx.unsafe<{ doc: JsonObject }[]>(`${first} for update`, params.values);
+    const [row] = await tx.unsafe<{ doc: JsonObject }[]>(locking.text, locking.values, locking.options);
     if (row) return row.doc;
-    const [exists] = await tx.unsafe<{ doc: JsonObject }[]>(first, params.values);
+    const [exists] = await tx.unsafe<{ doc: JsonObject }[]>(first.text, first.values, first.options);
     if (!exists) return undefined;
   }
 }
@@ -521,12 +529,14 @@ async function matching(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
   const choice = indexesFor(c, plan.filter);
   const where =
     choice.predicate + compileFilter(plan.filter, { params, indexed: choice.indexed, text: c.text });
-  const rows = await tx.unsafe<{ doc: JsonObject }[]>(
-    // The guard on the first statement is enough: the lock it takes keeps index changes out until
-    // the transaction ends.
+  // The guard on the first statement is enough: the lock it takes keeps index changes out until
+  // the transaction ends.
+  const s = shared(
+    c,
     `select doc from ${c.table} where ${catalogGuard(c)} and ${where} order by id limit ${params.int(max + 1)} for update`,
     params.values,
   );
+  const rows = await tx.unsafe<{ doc: JsonObject }[]>(s.text, s.values, s.options);
   if (rows.length > max) {
     throw new QueryError(
       `The update matches more than ${max} documents; narrow the query and update in parts.`,
@@ -543,20 +553,25 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
     // again in a fresh snapshot (READ COMMITTED), finds what the first inserted, and updates it.
     // Different queries that match the same new document are not serialized: MongoDB's answer
     // for those too is a unique index, which turns the second insert into a retry (below).
-    await tx.unsafe('select pg_advisory_xact_lock(hashtextextended($1, 0))', [
-      `${c.table} ${idText(plan.upsert.query)}`,
-    ]);
+    // A constant text: preparing it holds one statement per connection.
+    await tx.unsafe(
+      'select pg_advisory_xact_lock(hashtextextended($1, 0))',
+      [`${c.table} ${idText(plan.upsert.query)}`],
+      { prepare: true },
+    );
     docs = await matching(tx, c, plan);
   }
   if (docs.length === 0 && plan.upsert) {
     const doc = prepareDocument(plan.upsert.document());
-    await tx.unsafe(
+    const s = shared(
+      c,
       trackingMultikey(
         c,
         `insert into ${c.table} (id, doc) values (mdb.key($1::text::jsonb -> '_id'), $1::text::jsonb)`,
       ),
       [JSON.stringify(doc)],
     );
+    await tx.unsafe(s.text, s.values, s.options);
     return {
       matchedCount: 0,
       modifiedCount: 0,
@@ -579,7 +594,8 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
     after ??= next;
   }
   for (let i = 0; i < changed.length; i += WRITE_BATCH) {
-    await tx.unsafe(
+    const s = shared(
+      c,
       trackingMultikey(
         c,
         `update ${c.table} as t set doc = u.d
@@ -588,6 +604,7 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
       ),
       [JSON.stringify(changed.slice(i, i + WRITE_BATCH))],
     );
+    await tx.unsafe(s.text, s.values, s.options);
   }
   const outcome: UpdateOutcome = { matchedCount: docs.length, modifiedCount: changed.length };
   if (plan.returning) {
@@ -614,9 +631,10 @@ export async function deleteOneDocument(
     sql.begin(async (tx) => {
       const doc = await lockFirst(tx, c, filter, sort);
       if (!doc) return undefined;
-      await tx.unsafe(`delete from ${c.table} where id = mdb.key($1::text::jsonb)`, [
+      const s = shared(c, `delete from ${c.table} where id = mdb.key($1::text::jsonb)`, [
         JSON.stringify(doc._id),
       ]);
+      await tx.unsafe(s.text, s.values, s.options);
       return project(idFirst(doc));
     }),
   );

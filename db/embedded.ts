@@ -100,6 +100,10 @@ function connect(pg: PGlite, onnotice: (n: unknown) => void): postgres.Sql {
     // Recycling an in-process connection buys nothing and costs a re-handshake.
     max_lifetime: null,
     idle_timeout: 0,
+    // Nothing prepared: the single session is never recycled, so the statements prepared on it
+    // would be bounded by nothing (db/statement-texts.ts), and a round trip to the in-process
+    // database costs little. Planning each statement is the price.
+    prepare: false,
   };
   return postgres(options);
 }

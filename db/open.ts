@@ -20,6 +20,8 @@ export interface DatabaseOptions {
   databaseUrl: string | undefined;
   dataDir: string;
   dbPoolMax: number;
+  /** postgres.js's `prepare`: false turns every prepared statement off (DB_PREPARE). Default true. */
+  dbPrepare?: boolean;
   /** PostgreSQL's statement_timeout for requests' statements; 0 or unset for none. */
   statementTimeoutMs?: number;
   /** The client-side deadline of every statement; DEFAULT_DB_DEADLINE_MS when unset. */
@@ -45,6 +47,9 @@ export async function openDatabase(
         // minutes on a large table) holds a connection while it runs, and requests would otherwise
         // queue for the others, which shows in the reads' tail latency.
         max: config.dbPoolMax + 1,
+        // Statements stay prepared for a connection's life; it is recycled after 30 to 60 minutes
+        // (postgres.js's max_lifetime), which bounds them (db/statement-texts.ts).
+        prepare: config.dbPrepare ?? true,
         idle_timeout: 60,
         // postgres.js waits up to 20 s between attempts after failures, which kept requests failing
         // long after PostgreSQL was back: retry within half a second instead.

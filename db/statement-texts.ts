@@ -1,3 +1,70 @@
+/** How postgres.js is asked to run a shared text (its `unsafe` options). */
+export interface RunOptions {
+  readonly prepare: boolean;
+}
+const UNPREPARED: RunOptions = Object.freeze({ prepare: false });
+const PREPARED: RunOptions = Object.freeze({ prepare: true });
+
+/** A text of the pool, and how it is run now. */
+export interface SharedText {
+  readonly text: string;
+  options: RunOptions;
+  /** The PreparedBudget epoch in which it was last granted preparation; -1 before. */
+  epoch: number;
+}
+
+/**
+ * How many distinct texts may be prepared, process-wide, per epoch.
+ *
+ * Why a bound: postgres.js caches every prepared statement of a connection for the connection's
+ * life, without limit, and PostgreSQL keeps each one (with its plans) in that backend's memory.
+ * Shared texts name their collection's table and catalog version, so a server with many
+ * collections, or whose indexes change, would grow every backend without end. A text is prepared
+ * only from its second use (a text used once gains nothing from it), and at most `cap` texts are
+ * granted preparation per epoch; beyond that texts run unprepared until the next epoch. postgres.js
+ * recycles a PostgreSQL connection after 30 to 60 minutes (max_lifetime), so with 30-minute epochs
+ * a connection lives through at most three: no backend holds more than three times `cap` of these
+ * texts. The embedded database's single connection is never recycled, so it prepares none
+ * (db/embedded.ts). Process-wide rather than per pool because the server has one pool; several
+ * pools in one process (tests) only share the bound.
+ */
+export class PreparedBudget {
+  #epoch = 0;
+  #startedAt: number;
+  #granted = 0;
+
+  constructor(
+    readonly cap = 256,
+    readonly epochMs = 30 * 60_000,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.#startedAt = now();
+  }
+
+  /** Grants preparation to one more text: the current epoch, or -1 when the epoch's cap is used up. */
+  grant(): number {
+    this.#roll();
+    if (this.#granted >= this.cap) return -1;
+    this.#granted++;
+    return this.#epoch;
+  }
+
+  get epoch(): number {
+    this.#roll();
+    return this.#epoch;
+  }
+
+  #roll(): void {
+    const t = this.now();
+    if (t - this.#startedAt < this.epochMs) return;
+    this.#epoch++;
+    this.#startedAt = t;
+    this.#granted = 0;
+  }
+}
+
+const PROCESS_BUDGET = new PreparedBudget();
+
 /**
  * One string object per distinct statement text, handed to postgres.js instead of the text each
  * request compiles afresh.
@@ -9,22 +76,42 @@
  * texts are promoted once, not per request (docs/performance.md has the measurements); looking a
  * text up costs one hash of it.
  *
+ * The pool also decides which texts are prepared (PreparedBudget): PostgreSQL then parses and plans
+ * a statement once per connection instead of at every request, and postgres.js sends it in one
+ * round trip instead of two. A pool never prepares a text more often than the process's budget
+ * allows; DB_PREPARE=false turns preparation off for the whole connection pool (db/open.ts).
+ *
  * Each collection ref holds its own pool (db/collections.ts): texts name its table, and the catalog
  * cache hands one ref to every request until the entry expires. Bounded: past `max` distinct texts
  * the pool starts over rather than grow.
  */
 export class StatementTexts {
-  readonly #texts = new Map<string, string>();
+  readonly #texts = new Map<string, SharedText>();
 
-  constructor(readonly max = 1000) {}
+  constructor(
+    readonly max = 1000,
+    private readonly budget: PreparedBudget = PROCESS_BUDGET,
+  ) {}
 
   /** The pool's string equal to `text` (`text` itself the first time). */
   shared(text: string): string {
+    return this.use(text).text;
+  }
+
+  /** The pool's entry for `text`, prepared from its second use while the budget allows. */
+  use(text: string): SharedText {
     const known = this.#texts.get(text);
-    if (known !== undefined) return known;
+    if (known !== undefined) {
+      if (known.epoch !== this.budget.epoch) {
+        known.epoch = this.budget.grant();
+        known.options = known.epoch === -1 ? UNPREPARED : PREPARED;
+      }
+      return known;
+    }
     if (this.#texts.size >= this.max) this.#texts.clear();
-    this.#texts.set(text, text);
-    return text;
+    const entry: SharedText = { text, options: UNPREPARED, epoch: -1 };
+    this.#texts.set(text, entry);
+    return entry;
   }
 
   get size(): number {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../app.js';
-import { CatalogCache } from '../../db/catalog-cache.js';
-import { findCollection } from '../../db/collections.js';
+import { CatalogCache, STALE_CATALOG } from '../../db/catalog-cache.js';
+import { catalogGuard, findCollection } from '../../db/collections.js';
 import { countStatement, readStatement } from '../../db/documents.js';
 import { parseFilter } from '../../db/query/filter-ast.js';
 import { parseSort } from '../../db/query/sort.js';
@@ -114,7 +114,7 @@ describe('which reads are guarded', () => {
     if (!lookup.workplace || !lookup.found) throw new Error('no collection');
     return lookup.found;
   };
-  const guarded = (text: string) => text.includes('mdb."catalog_');
+  const guarded = (text: string) => text.includes('mdb.stale_catalog(');
 
   it('guards exactly the statements that a stale entry could make wrong', async () => {
     const { wp, base } = await collectionWithIndex();
@@ -161,40 +161,41 @@ describe('which reads are guarded', () => {
   });
 });
 
-describe('catalog markers', () => {
-  /** The marker types of a collection, as `<version>`s. */
-  const markers = async (cid: string) => {
-    const rows = await t.sql.unsafe<{ typname: string }[]>(
-      `select typname from pg_type where typnamespace = 'mdb'::regnamespace and typname like $1 order by typname`,
-      [`catalog\\_${cid}\\_%`],
-    );
-    return rows.map((r) => r.typname.slice(`catalog_${cid}_`.length));
-  };
+describe('the catalog guard', () => {
+  /** Types in schema mdb: the markers of migration 0008 were some. */
+  const types = async () =>
+    (
+      await t.sql.unsafe<{ n: number }[]>(
+        `select count(*)::int as n from pg_type where typnamespace = 'mdb'::regnamespace and typname like 'catalog\\_%'`,
+      )
+    )[0]?.n;
 
-  it('exist for the current catalog version only, and go with the collection and the workplace', async () => {
+  it('creates no type when a catalog version changes, and fails a statement from a stale version', async () => {
     const wp = await t.createWorkplace();
     const base = `/v1/workplaces/${wp}/storages`;
+    const before = await types();
     await t.request({ method: 'POST', url: base, body: { name: 'a' } });
-    await t.request({ method: 'POST', url: base, body: { name: 'b' } });
-    const ref = async (name: string) => {
-      const lookup = await findCollection(t.sql, wp, name);
+    const ref = async () => {
+      const lookup = await findCollection(t.sql, wp, 'a');
       if (!lookup.workplace || !lookup.found) throw new Error('no collection');
       return lookup.found;
     };
-    const a = await ref('a');
-    const b = await ref('b');
-    expect(await markers(a.id)).toEqual([a.version]);
-
+    const a = await ref();
     await t.request({ method: 'POST', url: `${base}/a/indexes`, body: { name: 'byTag', key: ['tag'] } });
     await t.request({ method: 'POST', url: `${base}/a/create`, body: { docs: [{ tag: ['multikey'] }] } });
-    const changed = await ref('a');
+    const changed = await ref();
     expect(Number(changed.version)).toBeGreaterThan(Number(a.version));
-    expect(await markers(a.id)).toEqual([changed.version]);
-
-    await t.request({ method: 'DELETE', url: `${base}/a` });
-    expect(await markers(a.id)).toEqual([]);
-    expect(await markers(b.id)).toEqual([b.version]);
-    await t.request({ method: 'DELETE', url: `/v1/workplaces/${wp}` });
-    expect(await markers(b.id)).toEqual([]);
+    expect(await types()).toBe(before);
+    const count = (c: typeof a) => t.sql.unsafe(`select count(*) from ${c.table} where ${catalogGuard(c)}`);
+    await expect(count(changed)).resolves.toHaveLength(1);
+    await expect(count(a)).rejects.toMatchObject({ code: STALE_CATALOG });
+    // Prepared, on every connection of the pool: the version is read at each execution.
+    const prepared = () =>
+      t.sql.unsafe(`select count(*) from ${changed.table} where ${catalogGuard(changed)}`, [], {
+        prepare: true,
+      });
+    for (let i = 0; i < 12; i++) await prepared();
+    await t.request({ method: 'POST', url: `${base}/a/indexes`, body: { name: 'byName', key: ['name'] } });
+    await expect(prepared()).rejects.toMatchObject({ code: STALE_CATALOG });
   });
 });

@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalogMarker, createCollection, findCollection } from '../../db/collections.js';
+import { catalogGuard, createCollection, findCollection } from '../../db/collections.js';
 import { countStatement } from '../../db/documents.js';
 import { openEmbedded } from '../../db/embedded.js';
 import { loadMigrations, migrate } from '../../db/migrate.js';
@@ -90,10 +90,10 @@ describe('migration safety', () => {
   });
 });
 
-// An upgrade: collections made before migration 0008 must get their catalog markers from it, or
-// every guarded read of them would fail.
-describe('migration 0008 on a database with collections', () => {
-  it('gives existing collections the marker their guarded reads name', async () => {
+// An upgrade: collections made before migration 0008 got their catalog markers from it; migration
+// 0021 drops them again, and guarded reads of those collections must work after both.
+describe('migrations 0008 and 0021 on a database with collections', () => {
+  it('leave existing collections guarded by their catalog version, without marker types', async () => {
     const db = await openEmbedded({ dataDir: 'memory://' });
     const dir = await mkdtemp(join(tmpdir(), 'migrations-0008-'));
     try {
@@ -117,9 +117,12 @@ describe('migration 0008 on a database with collections', () => {
       const fresh = await findCollection(db.sql, 'w', 'c');
       if (!fresh.workplace || !fresh.found) throw new Error('no collection');
       const statement = countStatement(fresh.found, parseFilter({ tag: 'x' }), true);
-      expect(statement.text).toContain(catalogMarker(fresh.found));
+      expect(statement.text).toContain(catalogGuard(fresh.found));
       const [row] = await db.sql.unsafe<{ n: string }[]>(statement.text, statement.values);
       expect(row?.n).toBe('0');
+      const [markers] = await db.sql<{ n: number }[]>`
+        select count(*)::int as n from pg_type where typnamespace = 'mdb'::regnamespace and typname like 'catalog\\_%'`;
+      expect(markers?.n).toBe(0);
     } finally {
       await db.close();
       await rm(dir, { recursive: true, force: true });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { StatementTexts } from '../../db/statement-texts.js';
+import { PreparedBudget, StatementTexts } from '../../db/statement-texts.js';
 
 describe('StatementTexts', () => {
   it('gives back a text equal to the one asked for, built however it was', () => {
@@ -24,5 +24,31 @@ describe('StatementTexts', () => {
       expect(pool.shared(`select doc from wp_x.c_${i}`)).toBe(`select doc from wp_x.c_${i}`);
       expect(pool.size).toBeLessThanOrEqual(100);
     }
+  });
+});
+
+describe('which texts are prepared', () => {
+  it('prepares a text from its second use, within the process budget per epoch', () => {
+    let clock = 0;
+    const budget = new PreparedBudget(2, 1000, () => clock);
+    const pool = new StatementTexts(100, budget);
+    expect(pool.use('select 1').options.prepare).toBe(false);
+    expect(pool.use('select 1').options.prepare).toBe(true);
+    expect(pool.use('select 1').options.prepare).toBe(true);
+    pool.use('select 2');
+    expect(pool.use('select 2').options.prepare).toBe(true);
+    // The budget is spent: a third text runs unprepared, however often.
+    pool.use('select 3');
+    expect(pool.use('select 3').options.prepare).toBe(false);
+    expect(pool.use('select 3').options.prepare).toBe(false);
+    // Another pool shares the budget.
+    const other = new StatementTexts(100, budget);
+    other.use('select 4');
+    expect(other.use('select 4').options.prepare).toBe(false);
+    // A new epoch: every text is granted afresh and counted again.
+    clock = 1000;
+    expect(pool.use('select 3').options.prepare).toBe(true);
+    expect(pool.use('select 1').options.prepare).toBe(true);
+    expect(pool.use('select 2').options.prepare).toBe(false);
   });
 });

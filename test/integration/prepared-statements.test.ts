@@ -1,0 +1,161 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { STALE_CATALOG } from '../../db/catalog-cache.js';
+import { catalogGuard, findCollection } from '../../db/collections.js';
+import { countStatement, readStatement, type Statement } from '../../db/documents.js';
+import { parseFilter } from '../../db/query/filter-ast.js';
+import { parseSort } from '../../db/query/sort.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { freshCollection } from './storage-helpers.js';
+
+/**
+ * Shared statement texts are prepared on PostgreSQL (db/statement-texts.ts). A prepared statement
+ * is planned once per connection: it must stay right when the collection's indexes change under
+ * it, and its generic plan must still use the indexes.
+ */
+let t: TestApp;
+beforeAll(async () => {
+  t = await startTestApp();
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('prepared reads', () => {
+  it('answer right on every connection while their index is dropped and created under load', async () => {
+    const c = await freshCollection(t);
+    const docs = Array.from({ length: 300 }, (_, i) => ({ _id: i, k: i % 10, r: i }));
+    await c.insert(docs);
+    await c.index(['k'], { name: 'byK' });
+    const expected = docs.filter((d) => d.k === 3).map((d) => d._id);
+    const read = async () => {
+      const res = await c.call('read', { query: { k: 3 }, sort: { k: 1 }, limit: 1000 });
+      expect(res.status, res.text).toBe(200);
+      return (res.body.result as { _id: number }[]).map((d) => d._id).sort((a, b) => a - b);
+    };
+    const count = async () => {
+      const res = await c.call('count', { query: { k: { $gte: 3, $lt: 4 } } });
+      expect(res.status, res.text).toBe(200);
+      return res.body.result.count as number;
+    };
+    // Enough concurrent requests that every connection of the pool prepares the texts.
+    for (let i = 0; i < 4; i++) {
+      for (const ids of await Promise.all(Array.from({ length: 12 }, read))) expect(ids).toEqual(expected);
+    }
+    if (t.databaseKind === 'postgres') {
+      // The reads did run prepared: some connections hold the text.
+      const held = await Promise.all(
+        Array.from({ length: 12 }, () =>
+          t.sql.unsafe<{ n: number }[]>(
+            `select count(*)::int as n from pg_prepared_statements where statement like '%order by%' and statement like $1`,
+            [`%"wp_%"."c_%"%`],
+          ),
+        ),
+      );
+      expect(Math.max(...held.map(([r]) => r?.n ?? 0))).toBeGreaterThan(0);
+    }
+    let running = true;
+    const answers: number[][] = [];
+    const counts: number[] = [];
+    const load = (async () => {
+      while (running) {
+        const [ids, n] = await Promise.all([read(), count()]);
+        answers.push(ids);
+        counts.push(n);
+      }
+    })();
+    for (let i = 0; i < 4; i++) {
+      expect((await t.request({ method: 'DELETE', url: `${c.url}/indexes/byK` })).status).toBe(204);
+      // An array on the path while no index exists: the next index is born multikey.
+      if (i === 2) await c.insert([{ _id: 1000, k: [3, 4] }]);
+      await c.index(['k'], { name: 'byK' });
+    }
+    running = false;
+    await load;
+    expect(answers.length).toBeGreaterThan(0);
+    const withArray = [...expected, 1000];
+    for (const ids of answers) expect([expected, withArray]).toContainEqual(ids);
+    for (const n of counts) expect([30, 31]).toContain(n);
+    expect(await read()).toEqual(withArray);
+    expect(await count()).toBe(31);
+  });
+});
+
+describe.runIf(process.env.DATABASE_URL)('the catalog guard of a prepared statement', () => {
+  it('reads the version a catalog change committed while the statement waited for its table', async () => {
+    const c = await freshCollection(t);
+    await c.insert([{ _id: 1, k: 1 }]);
+    const c0 = await ref(c.workplace);
+    const text = `select count(*) as n from ${c0.table} where ${catalogGuard(c0)}`;
+    const waiter = await t.sql.reserve();
+    const builder = await t.sql.reserve();
+    try {
+      // Past five executions: the generic plan, as a busy server runs it.
+      for (let i = 0; i < 7; i++) await waiter.unsafe(text, [], { prepare: true });
+      // What an index build does (db/collections.ts lockForIndexChange): the table, then the version.
+      await builder.unsafe('begin');
+      await builder.unsafe(`lock table ${c0.table} in access exclusive mode`);
+      await builder.unsafe(
+        `update collections set catalog_version = catalog_version + 1 where id = ${c0.id}`,
+      );
+      const waiting = waiter.unsafe(text, [], { prepare: true }).then(
+        () => 'ran',
+        (err: { code?: string }) => err.code,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await builder.unsafe('commit');
+      expect(await waiting).toBe(STALE_CATALOG);
+    } finally {
+      waiter.release();
+      builder.release();
+    }
+  });
+});
+
+describe.runIf(process.env.DATABASE_URL)('generic plans', () => {
+  /** EXPLAIN of the statement's generic plan: what a prepared statement runs after five executions. */
+  async function genericPlan(s: Statement): Promise<string> {
+    const conn = await t.sql.reserve();
+    try {
+      await conn.unsafe(`prepare generic_plan_test as ${s.text}`);
+      await conn.unsafe('set plan_cache_mode = force_generic_plan');
+      const args = s.values.map((v) => `'${v.replaceAll("'", "''")}'`).join(', ');
+      const rows = await conn.unsafe<{ 'QUERY PLAN': string }[]>(
+        `explain execute generic_plan_test${args ? `(${args})` : ''}`,
+      );
+      return rows.map((r) => r['QUERY PLAN']).join('\n');
+    } finally {
+      await conn.unsafe('deallocate all; reset plan_cache_mode').catch(() => {});
+      conn.release();
+    }
+  }
+
+  it('use the index for equality, $in, range with sort, and counts', async () => {
+    const c = await freshCollection(t);
+    for (let b = 0; b < 2; b++)
+      await c.insert(Array.from({ length: 1000 }, (_, i) => ({ _id: b * 1000 + i, k: b * 1000 + i })));
+    await c.index(['k'], { name: 'byK' });
+    await t.sql.unsafe(`analyze ${(await ref(c.workplace)).table}`);
+    const c0 = await ref(c.workplace);
+    const read = (query: object, sort?: Record<string, 1 | -1>) =>
+      readStatement(c0, { filter: parseFilter(query), sort: parseSort(sort), skip: 0, limit: 20 }, true);
+    const plans = {
+      equality: await genericPlan(read({ k: 7 })),
+      in: await genericPlan(read({ k: { $in: [7, 8, 9] } })),
+      range: await genericPlan(read({ k: { $gte: 100, $lt: 500 } }, { k: 1 })),
+      count: await genericPlan(countStatement(c0, parseFilter({ k: 7 }), true)),
+      countRange: await genericPlan(countStatement(c0, parseFilter({ k: { $gt: 1500 } }), true)),
+    };
+    for (const [name, plan] of Object.entries(plans)) {
+      expect(plan, name).toMatch(/Index (Only )?Scan|Bitmap Index Scan/);
+      expect(plan, name).not.toMatch(/Seq Scan on c_/);
+      // The catalog guard is a one-time filter, not a condition on every row.
+      expect(plan, name).toMatch(/One-Time Filter/);
+    }
+  });
+});
+
+async function ref(workplace: string) {
+  const lookup = await findCollection(t.sql, workplace, 'items');
+  if (!lookup.workplace || !lookup.found) throw new Error('no collection');
+  return lookup.found;
+}

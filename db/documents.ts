@@ -355,8 +355,23 @@ export async function deleteDocuments(sql: Sql, c: CollectionRef, filter: Filter
   return result.count;
 }
 
+/**
+ * JSON text whose top-level `member` parses to the documents being inserted, and stores as they
+ * would written out again (http/json-depth.ts says when): PostgreSQL can take the documents from
+ * it, and the server need not serialize them.
+ */
+export interface VerbatimDocuments {
+  text: string;
+  member: string;
+}
+
 /** Inserts all documents in one statement, or none. */
-export async function insertDocuments(sql: Sql, c: CollectionRef, docs: JsonObject[]): Promise<DocumentId[]> {
+export async function insertDocuments(
+  sql: Sql,
+  c: CollectionRef,
+  docs: JsonObject[],
+  verbatim?: VerbatimDocuments,
+): Promise<DocumentId[]> {
   const prepared = docs.map((d, i) => prepareDocument(d, i));
   const seen = new Set<string>();
   for (const d of prepared) {
@@ -365,21 +380,53 @@ export async function insertDocuments(sql: Sql, c: CollectionRef, docs: JsonObje
       throw new DuplicateKeyError(`Duplicate _id ${key} within the request; nothing was written.`);
     seen.add(key);
   }
+  const statement = verbatim ? insertVerbatim(c, docs, prepared, verbatim) : insertSerialized(c, prepared);
   try {
-    await retryingConflicts(() =>
-      sql.unsafe(
-        trackingMultikey(
-          c,
-          `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d where ${catalogGuard(c)}`,
-        ),
-        [JSON.stringify(prepared)],
-      ),
-    );
+    await retryingConflicts(() => sql.unsafe(statement.text, statement.values));
   } catch (err) {
     if ((err as { code?: string }).code === '23505') throw await describeDuplicate(sql, c, prepared, err);
     throw err;
   }
   return prepared.map((d) => d._id as DocumentId);
+}
+
+function insertSerialized(c: CollectionRef, prepared: JsonObject[]): Statement {
+  return {
+    text: trackingMultikey(
+      c,
+      `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d where ${catalogGuard(c)}`,
+    ),
+    values: [JSON.stringify(prepared)],
+  };
+}
+
+/**
+ * The documents come from the text; those sent without `_id` get the one prepareDocument gave them
+ * (by position, null for the others).
+ */
+function insertVerbatim(
+  c: CollectionRef,
+  docs: JsonObject[],
+  prepared: JsonObject[],
+  verbatim: VerbatimDocuments,
+): Statement {
+  const given: (Json | null)[] = [];
+  let generated = false;
+  for (let i = 0; i < docs.length; i++) {
+    const sent = '_id' in (docs[i] as JsonObject);
+    given.push(sent ? null : ((prepared[i] as JsonObject)._id as Json));
+    generated ||= !sent;
+  }
+  return {
+    text: trackingMultikey(
+      c,
+      `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from (
+        select case when e ? '_id' then e else jsonb_build_object('_id', $3::text::jsonb -> (n::int - 1)) || e end
+        from jsonb_array_elements($1::text::jsonb -> $2::text) with ordinality as a (e, n)) as x (d)
+       where ${catalogGuard(c)}`,
+    ),
+    values: [verbatim.text, verbatim.member, generated ? JSON.stringify(given) : '[]'],
+  };
 }
 
 /** The id of the unique index a unique violation names (constraint `x<id>_u`); none for `_id`. */

@@ -84,15 +84,26 @@ function validateFieldNames(value: JsonObject | Json[], path: (string | number)[
 
 /** Checks a document before it is stored, and gives it an `_id` if it has none. */
 export function prepareDocument(doc: JsonObject, index?: number): JsonObject {
-  const where = index === undefined ? 'The document' : `Document ${index}`;
   validateFieldNames(doc, []);
   if (!('_id' in doc)) return { _id: newObjectId(), ...doc };
   const id = doc._id;
-  if (Array.isArray(id)) throw new QueryError(`${where}: _id may not be an array.`);
-  if (Buffer.byteLength(JSON.stringify(id)) > MAX_ID_BYTES)
-    throw new QueryError(`${where}: _id is longer than ${MAX_ID_BYTES} bytes.`);
+  if (Array.isArray(id)) throw new QueryError(`${documentAt(index)}: _id may not be an array.`);
+  // A string id of up to SHORT_ID characters is within the limit however it is escaped and encoded.
+  if (
+    !(typeof id === 'string' && id.length <= SHORT_ID) &&
+    Buffer.byteLength(JSON.stringify(id)) > MAX_ID_BYTES
+  )
+    throw new QueryError(`${documentAt(index)}: _id is longer than ${MAX_ID_BYTES} bytes.`);
   return idFirst(doc);
 }
+
+/** How an error names the document (a plain function: a closure per document costs a bulk insert). */
+function documentAt(index: number | undefined): string {
+  return index === undefined ? 'The document' : `Document ${index}`;
+}
+
+/** JSON.stringify writes a UTF-16 unit as at most 6 bytes (`\u001f`), plus the two quotes. */
+const SHORT_ID = Math.floor((MAX_ID_BYTES - 2) / 6);
 
 /** A canonical text of an `_id`, equal for values MongoDB treats as equal (1 and 1.0; key order aside). */
 function idText(id: Json): string {

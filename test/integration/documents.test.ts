@@ -127,8 +127,32 @@ describe('create', () => {
     expect((await col.call('count', { query: {} })).body.result.count).toBe(2);
   });
 
+  it('takes an _id of up to 1,024 bytes as JSON', async () => {
+    const col = await freshCollection(t);
+    const ids = ['x'.repeat(1022), '\u0001'.repeat(170), 'é'.repeat(511)];
+    expect(await col.insert(ids.map((_id) => ({ _id })))).toEqual(ids);
+  });
+
   it.each([
     ['an array _id', [{ _id: [1] }], 'INVALID_QUERY', /_id may not be an array/],
+    [
+      'an _id of 1,025 bytes',
+      [{}, { _id: 'x'.repeat(1023) }],
+      'INVALID_QUERY',
+      /Document 1: _id is longer than 1024 bytes/,
+    ],
+    [
+      'a short _id that escapes long',
+      [{ _id: '\u0001'.repeat(171) }],
+      'INVALID_QUERY',
+      /Document 0: _id is longer/,
+    ],
+    [
+      'an _id of 600 two-byte characters',
+      [{ _id: 'é'.repeat(600) }],
+      'INVALID_QUERY',
+      /Document 0: _id is longer/,
+    ],
     ['a $ field name', [{ ok: 1 }, { $set: 1 }], 'INVALID_QUERY', /may not start with '\$'/],
     ['a dotted field name', [{ 'a.b': 1 }], 'INVALID_QUERY', /may not contain '\.'/],
     ['a nested dotted field name', [{ a: [{ 'b.c': 1 }] }], 'INVALID_QUERY', /'a\.0\.b\.c'/],

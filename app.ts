@@ -114,6 +114,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   app.decorateRequest<Caller | null>('caller', null);
+  app.decorateRequest<string | undefined>('verbatimBody', undefined);
   const log = deps.logger;
   if (log) app.addHook('onResponse', requestLogHook(log));
   app.setValidatorCompiler(createValidatorCompiler());

@@ -86,15 +86,26 @@ function validateFieldNames(value: JsonObject | Json[], path: (string | number)[
 
 /** Checks a document before it is stored, and gives it an `_id` if it has none. */
 export function prepareDocument(doc: JsonObject, index?: number): JsonObject {
-  const where = index === undefined ? 'The document' : `Document ${index}`;
   validateFieldNames(doc, []);
   if (!('_id' in doc)) return { _id: newObjectId(), ...doc };
   const id = doc._id;
-  if (Array.isArray(id)) throw new QueryError(`${where}: _id may not be an array.`);
-  if (Buffer.byteLength(JSON.stringify(id)) > MAX_ID_BYTES)
-    throw new QueryError(`${where}: _id is longer than ${MAX_ID_BYTES} bytes.`);
+  if (Array.isArray(id)) throw new QueryError(`${documentAt(index)}: _id may not be an array.`);
+  // A string id of up to SHORT_ID characters is within the limit however it is escaped and encoded.
+  if (
+    !(typeof id === 'string' && id.length <= SHORT_ID) &&
+    Buffer.byteLength(JSON.stringify(id)) > MAX_ID_BYTES
+  )
+    throw new QueryError(`${documentAt(index)}: _id is longer than ${MAX_ID_BYTES} bytes.`);
   return idFirst(doc);
 }
+
+/** How an error names the document (a plain function: a closure per document costs a bulk insert). */
+function documentAt(index: number | undefined): string {
+  return index === undefined ? 'The document' : `Document ${index}`;
+}
+
+/** JSON.stringify writes a UTF-16 unit as at most 6 bytes (`\u001f`), plus the two quotes. */
+const SHORT_ID = Math.floor((MAX_ID_BYTES - 2) / 6);
 
 /** A canonical text of an `_id`, equal for values MongoDB treats as equal (1 and 1.0; key order aside). */
 function idText(id: Json): string {
@@ -362,8 +373,23 @@ export async function deleteDocuments(sql: Sql, c: CollectionRef, filter: Filter
   return result.count;
 }
 
+/**
+ * JSON text whose top-level `member` parses to the documents being inserted, and stores as they
+ * would written out again (http/json-depth.ts says when): PostgreSQL can take the documents from
+ * it, and the server need not serialize them.
+ */
+export interface VerbatimDocuments {
+  text: string;
+  member: string;
+}
+
 /** Inserts all documents in one statement, or none. */
-export async function insertDocuments(sql: Sql, c: CollectionRef, docs: JsonObject[]): Promise<DocumentId[]> {
+export async function insertDocuments(
+  sql: Sql,
+  c: CollectionRef,
+  docs: JsonObject[],
+  verbatim?: VerbatimDocuments,
+): Promise<DocumentId[]> {
   const prepared = docs.map((d, i) => prepareDocument(d, i));
   const seen = new Set<string>();
   for (const d of prepared) {
@@ -372,21 +398,55 @@ export async function insertDocuments(sql: Sql, c: CollectionRef, docs: JsonObje
       throw new DuplicateKeyError(`Duplicate _id ${key} within the request; nothing was written.`);
     seen.add(key);
   }
+  const statement = verbatim ? insertVerbatim(c, docs, prepared, verbatim) : insertSerialized(c, prepared);
   try {
-    const s = shared(
-      c,
-      trackingMultikey(
-        c,
-        `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d where ${catalogGuard(c)}`,
-      ),
-      [JSON.stringify(prepared)],
-    );
-    await retryingConflicts(() => sql.unsafe(s.text, s.values, s.options));
+    await retryingConflicts(() => sql.unsafe(statement.text, statement.values, statement.options));
   } catch (err) {
     if ((err as { code?: string }).code === '23505') throw await describeDuplicate(sql, c, prepared, err);
     throw err;
   }
   return prepared.map((d) => d._id as DocumentId);
+}
+
+function insertSerialized(c: CollectionRef, prepared: JsonObject[]): Statement {
+  return shared(
+    c,
+    trackingMultikey(
+      c,
+      `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d where ${catalogGuard(c)}`,
+    ),
+    [JSON.stringify(prepared)],
+  );
+}
+
+/**
+ * The documents come from the text; those sent without `_id` get the one prepareDocument gave them
+ * (by position, null for the others).
+ */
+function insertVerbatim(
+  c: CollectionRef,
+  docs: JsonObject[],
+  prepared: JsonObject[],
+  verbatim: VerbatimDocuments,
+): Statement {
+  const given: (Json | null)[] = [];
+  let generated = false;
+  for (let i = 0; i < docs.length; i++) {
+    const sent = '_id' in (docs[i] as JsonObject);
+    given.push(sent ? null : ((prepared[i] as JsonObject)._id as Json));
+    generated ||= !sent;
+  }
+  return shared(
+    c,
+    trackingMultikey(
+      c,
+      `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from (
+        select case when e ? '_id' then e else jsonb_build_object('_id', $3::text::jsonb -> (n::int - 1)) || e end
+        from jsonb_array_elements($1::text::jsonb -> $2::text) with ordinality as a (e, n)) as x (d)
+       where ${catalogGuard(c)}`,
+    ),
+    [verbatim.text, verbatim.member, generated ? JSON.stringify(given) : '[]'],
+  );
 }
 
 /** Names the offending key of a failed insert: an existing `_id`, or the unique index. */

@@ -152,10 +152,12 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     };
   };
 
-  const createDocuments: Handler<'createDocuments'> = async ({ params, body }) => {
+  const createDocuments: Handler<'createDocuments'> = async ({ params, body, verbatimBody }) => {
+    const docs = body.docs as JsonObject[];
+    const verbatim = verbatimBody === undefined ? undefined : { text: verbatimBody, member: 'docs' };
     const { table, ids } = await inCollection(params.name, params.storage_name, async (c) => ({
       table: c.table,
-      ids: await orConflict(insertDocuments(sql, c, body.docs as JsonObject[])),
+      ids: await orConflict(insertDocuments(sql, c, docs, verbatim)),
     }));
     statistics.noteWrites(table, ids.length);
     return { status: 201, body: { result: { insertedCount: ids.length, insertedIds: ids } } };

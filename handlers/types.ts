@@ -30,6 +30,11 @@ export interface Input<Op extends OperationId> {
   params: PathOf<operations[Op]>;
   query: QueryOf<operations[Op]>;
   body: BodyOf<operations[Op]>;
+  /**
+   * The body's JSON text when storing it as sent stores what storing `body` would (its numbers
+   * are spelled as JSON.stringify spells them), for writes that can skip serializing `body` again.
+   */
+  verbatimBody: string | undefined;
   caller: Caller;
   log: FastifyBaseLogger;
 }

@@ -1,7 +1,7 @@
 import { isUtf8 } from 'node:buffer';
 import type { FastifyRequest } from 'fastify';
 import { errors } from '../errors.js';
-import { jsonNestsDeeperThan, MAX_JSON_DEPTH } from './json-depth.js';
+import { MAX_JSON_DEPTH, scanJsonText } from './json-depth.js';
 import { mayHoldUnsafeNumber, type UnsafeNumber, unsafeNumberAt } from './json-numbers.js';
 
 function unsafeNumberMessage(reason: UnsafeNumber, stored: string): string {
@@ -12,6 +12,16 @@ function unsafeNumberMessage(reason: UnsafeNumber, stored: string): string {
 
 /** The request body limit when BODY_LIMIT is not set; the README and openapi.yaml promise it. */
 export const DEFAULT_BODY_LIMIT = 16 * 1024 * 1024;
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /**
+     * The body's JSON text when storing it as sent stores what storing the parsed body would (its
+     * numbers are spelled as JSON.stringify spells them; json-depth.ts), else undefined.
+     */
+    verbatimBody: string | undefined;
+  }
+}
 
 type Done = (err: Error | null, body?: unknown) => void;
 /** Fastify's own JSON parser (secure-json-parse: `__proto__` and `constructor` keys refused). */
@@ -28,15 +38,22 @@ export function jsonBodyParser(parseJson: ParseJson) {
     if (!isUtf8(raw)) return done(errors.invalidJson('it is not valid UTF-8'), undefined);
     const text = raw.toString('utf8');
     if (text === '') return done(null, undefined);
-    if (jsonNestsDeeperThan(text, MAX_JSON_DEPTH)) {
+    const scan = scanJsonText(text, MAX_JSON_DEPTH);
+    if (scan.tooDeep) {
       return done(
         errors.validation([{ in: 'body', path: '', message: `nests deeper than ${MAX_JSON_DEPTH} levels` }]),
         undefined,
       );
     }
     parseJson(request, text, (err, value) => {
-      const unsafe = !err && mayHoldUnsafeNumber(text) ? unsafeNumberAt(text) : undefined;
-      if (unsafe === undefined) return done(err, value);
+      if (err) return done(err, value);
+      // Numbers spelled as a double writes them are neither out of range nor unsafe integers.
+      if (scan.numbersAsWritten) {
+        request.verbatimBody = text;
+        return done(null, value);
+      }
+      const unsafe = mayHoldUnsafeNumber(text) ? unsafeNumberAt(text) : undefined;
+      if (unsafe === undefined) return done(null, value);
       const message = unsafeNumberMessage(unsafe.reason, unsafe.stored);
       done(errors.validation([{ in: 'body', path: unsafe.pointer, message }]), undefined);
     });

@@ -15,6 +15,7 @@ export function toRouteHandler<Op extends OperationId>(handler: Handler<Op>) {
       params: request.params ?? {},
       query: request.query ?? {},
       body: request.body,
+      verbatimBody: request.verbatimBody,
       caller: request.caller,
       log: request.log,
     } as Input<Op>;

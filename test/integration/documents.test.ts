@@ -15,6 +15,53 @@ afterAll(async () => {
 });
 
 describe('create', () => {
+  // A body whose numbers are all spelled as JSON.stringify spells them is stored from its own text
+  // (http/json-depth.ts); any other is parsed and written out again. Both must store the same.
+  it('stores a body as its parsed value, whether it is stored from its text or written out again', async () => {
+    const docs = (last: string) => `{ "docs": [{"_id": "ignored"}],
+      "docs" : [ {"_id":"a", "n":1, "x":-2.5, "s":"caf\\u00e9 \\/ \\"q\\" \\ud83c\\udf89", "dup":1, "dup":2,
+                  "o":{"k":[1, {"z":null, "_id": 3}], "t":true, "f":false}, "e":{}, "l":[], "big":123456789012345},
+                 {"name":"no id", "v":0.000001, "w":-0.5},
+                 {"_id":{"b":1, "a":[2]}, "y":[0.1, 0.2]},
+                 {"_id":"last", "r":${last}} ] }`;
+    const stored: string[] = [];
+    for (const last of ['1.5', '1.50']) {
+      const col = await freshCollection(t);
+      const res = await t.request({
+        method: 'POST',
+        url: `${col.url}/create`,
+        payload: docs(last),
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(res.status, res.text).toBe(201);
+      const ids = res.body.result.insertedIds;
+      expect([ids[0], ids[2], ids[3]]).toEqual(['a', { b: 1, a: [2] }, 'last']);
+      expect(ids[1]).toMatch(/^[0-9a-f]{24}$/);
+      const read = await col.call('read', { query: {}, sort: { name: -1, _id: 1 } });
+      expect(read.status).toBe(200);
+      expect(read.body.result[0]).toEqual({ _id: ids[1], name: 'no id', v: 0.000001, w: -0.5 });
+      stored.push(read.text.replace(ids[1], 'generated'));
+    }
+    expect(stored[1]).toContain('"r": 1.5}');
+    expect(stored[0]).toBe(stored[1]);
+    expect(JSON.parse(stored[0] as string).result).toEqual([
+      { _id: 'generated', name: 'no id', v: 0.000001, w: -0.5 },
+      {
+        _id: 'a',
+        n: 1,
+        x: -2.5,
+        s: 'café / "q" 🎉',
+        dup: 2,
+        o: { k: [1, { z: null, _id: 3 }], t: true, f: false },
+        e: {},
+        l: [],
+        big: 123456789012345,
+      },
+      { _id: 'last', r: 1.5 },
+      { _id: { b: 1, a: [2] }, y: [0.1, 0.2] },
+    ]);
+  });
+
   it('inserts every document, gives ObjectId-style ids, and returns the ids in order', async () => {
     const col = await freshCollection(t);
     const res = await col.call('create', {
@@ -80,8 +127,32 @@ describe('create', () => {
     expect((await col.call('count', { query: {} })).body.result.count).toBe(2);
   });
 
+  it('takes an _id of up to 1,024 bytes as JSON', async () => {
+    const col = await freshCollection(t);
+    const ids = ['x'.repeat(1022), '\u0001'.repeat(170), 'é'.repeat(511)];
+    expect(await col.insert(ids.map((_id) => ({ _id })))).toEqual(ids);
+  });
+
   it.each([
     ['an array _id', [{ _id: [1] }], 'INVALID_QUERY', /_id may not be an array/],
+    [
+      'an _id of 1,025 bytes',
+      [{}, { _id: 'x'.repeat(1023) }],
+      'INVALID_QUERY',
+      /Document 1: _id is longer than 1024 bytes/,
+    ],
+    [
+      'a short _id that escapes long',
+      [{ _id: '\u0001'.repeat(171) }],
+      'INVALID_QUERY',
+      /Document 0: _id is longer/,
+    ],
+    [
+      'an _id of 600 two-byte characters',
+      [{ _id: 'é'.repeat(600) }],
+      'INVALID_QUERY',
+      /Document 0: _id is longer/,
+    ],
     ['a $ field name', [{ ok: 1 }, { $set: 1 }], 'INVALID_QUERY', /may not start with '\$'/],
     ['a dotted field name', [{ 'a.b': 1 }], 'INVALID_QUERY', /may not contain '\.'/],
     ['a nested dotted field name', [{ a: [{ 'b.c': 1 }] }], 'INVALID_QUERY', /'a\.0\.b\.c'/],

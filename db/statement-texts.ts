@@ -9,7 +9,7 @@ const PREPARED: RunOptions = Object.freeze({ prepare: true });
 export interface SharedText {
   readonly text: string;
   options: RunOptions;
-  /** The PreparedBudget epoch in which it was last granted preparation; -1 before. */
+  /** The PreparedBudget epoch in which it was granted preparation; -1 while it is not. */
   epoch: number;
 }
 
@@ -20,18 +20,22 @@ export interface SharedText {
  * life, without limit, and PostgreSQL keeps each one (with its plans) in that backend's memory.
  * Shared texts name their collection's table and catalog version, so a server with many
  * collections, or whose indexes change, would grow every backend without end. A text is prepared
- * only from its second use (a text used once gains nothing from it), and at most `cap` texts are
- * granted preparation per epoch; beyond that texts run unprepared until the next epoch. postgres.js
- * recycles a PostgreSQL connection after 30 to 60 minutes (max_lifetime), so with 30-minute epochs
- * a connection lives through at most three: no backend holds more than three times `cap` of these
- * texts. The embedded database's single connection is never recycled, so it prepares none
- * (db/embedded.ts). Process-wide rather than per pool because the server has one pool; several
- * pools in one process (tests) only share the bound.
+ * only from its second use (a text used once gains nothing from it), and at most `cap` distinct
+ * texts are granted preparation per epoch; beyond that texts run unprepared until the next epoch.
+ * postgres.js recycles a PostgreSQL connection after 30 to 60 minutes (max_lifetime), so with
+ * 30-minute epochs a connection lives through at most three: no backend holds more than three
+ * times `cap` of these texts. The embedded database's single connection is never recycled, so it
+ * prepares none (db/embedded.ts). Process-wide rather than per pool because the server has one
+ * pool; several pools in one process (tests) only share the bound.
+ *
+ * The budget counts texts, not grants: the catalog cache replaces a collection's ref (and with it
+ * its StatementTexts) every few seconds, and the new ref's texts are the same statements, which
+ * postgres.js already holds prepared on its connections.
  */
 export class PreparedBudget {
   #epoch = 0;
   #startedAt: number;
-  #granted = 0;
+  readonly #granted = new Set<string>();
 
   constructor(
     readonly cap = 256,
@@ -41,12 +45,19 @@ export class PreparedBudget {
     this.#startedAt = now();
   }
 
-  /** Grants preparation to one more text: the current epoch, or -1 when the epoch's cap is used up. */
-  grant(): number {
+  /** Whether `text` was granted preparation in the current epoch. */
+  granted(text: string): boolean {
     this.#roll();
-    if (this.#granted >= this.cap) return -1;
-    this.#granted++;
-    return this.#epoch;
+    return this.#granted.has(text);
+  }
+
+  /** Grants preparation to `text` unless the epoch's cap of distinct texts is used up. */
+  grant(text: string): boolean {
+    this.#roll();
+    if (this.#granted.has(text)) return true;
+    if (this.#granted.size >= this.cap) return false;
+    this.#granted.add(text);
+    return true;
   }
 
   get epoch(): number {
@@ -59,7 +70,7 @@ export class PreparedBudget {
     if (t - this.#startedAt < this.epochMs) return;
     this.#epoch++;
     this.#startedAt = t;
-    this.#granted = 0;
+    this.#granted.clear();
   }
 }
 
@@ -98,18 +109,28 @@ export class StatementTexts {
     return this.use(text).text;
   }
 
-  /** The pool's entry for `text`, prepared from its second use while the budget allows. */
+  /**
+   * The pool's entry for `text`, prepared from its second use while the budget allows, and from its
+   * first when another pool (an earlier ref of the same collection) already had it granted.
+   */
   use(text: string): SharedText {
     const known = this.#texts.get(text);
     if (known !== undefined) {
-      if (known.epoch !== this.budget.epoch) {
-        known.epoch = this.budget.grant();
-        known.options = known.epoch === -1 ? UNPREPARED : PREPARED;
+      const epoch = this.budget.epoch;
+      if (known.epoch !== epoch) {
+        const granted = this.budget.grant(text);
+        known.options = granted ? PREPARED : UNPREPARED;
+        known.epoch = granted ? epoch : -1;
       }
       return known;
     }
     if (this.#texts.size >= this.max) this.#texts.clear();
-    const entry: SharedText = { text, options: UNPREPARED, epoch: -1 };
+    const granted = this.budget.granted(text);
+    const entry: SharedText = {
+      text,
+      options: granted ? PREPARED : UNPREPARED,
+      epoch: granted ? this.budget.epoch : -1,
+    };
     this.#texts.set(text, entry);
     return entry;
   }

@@ -51,4 +51,20 @@ describe('which texts are prepared', () => {
     expect(pool.use('select 1').options.prepare).toBe(true);
     expect(pool.use('select 2').options.prepare).toBe(false);
   });
+
+  it('counts distinct texts: a collection ref read anew prepares the texts granted before at once, without spending the budget again', () => {
+    const budget = new PreparedBudget(2, 1000, () => 0);
+    const first = new StatementTexts(100, budget);
+    first.use('select 1');
+    expect(first.use('select 1').options.prepare).toBe(true);
+    // The catalog cache replaces a collection's ref, and its pool, every few seconds.
+    for (let i = 0; i < 10; i++) {
+      const next = new StatementTexts(100, budget);
+      expect(next.use('select 1').options.prepare).toBe(true);
+      expect(next.use('select 1').options.prepare).toBe(true);
+    }
+    const last = new StatementTexts(100, budget);
+    last.use('select 2');
+    expect(last.use('select 2').options.prepare).toBe(true);
+  });
 });

@@ -1,4 +1,4 @@
-import { type CollectionRef, catalogGuard, findCollection } from './collections.js';
+import { type CollectionRef, catalogGuard, findCollection, guardedLimit } from './collections.js';
 import { catalogDependentColumns, type Statement } from './documents.js';
 import { type JsonObject, QueryError } from './query/errors.js';
 import { idFirst } from './query/json.js';
@@ -20,7 +20,7 @@ export function aggregateStatement(
 ): Statement {
   const params = new Params();
   // The head of the pipeline reads the collection once (compilePipeline asks `choose` once, then
-  // `guard`): the guard goes with the columns that read used.
+  // `guardedLimit`): the guard goes with the columns that read used.
   let head: ReturnType<typeof catalogDependentColumns> | undefined;
   const text = compilePipeline(
     stages,
@@ -31,7 +31,7 @@ export function aggregateStatement(
         return head;
       },
       text: c.text,
-      guard: () => (head?.dependsOnCatalog ? catalogGuard(c) : ''),
+      guardedLimit: (count) => (head?.dependsOnCatalog ? guardedLimit(catalogGuard(c), count) : undefined),
       foreign: (name) => foreign.get(name),
     },
     params,

@@ -434,13 +434,14 @@ async function lockForIndexChange(tx: TransactionSql, c: CollectionRef): Promise
  * yet multikey becomes so if a written document's indexed path crosses an array. The statement
  * answers one row, `n`: the number of documents written.
  *
- * `dml` must carry the catalog guard (catalogGuard): which indexes are pending comes from the
+ * The statement carries the catalog guard (guardedLimit): which indexes are pending comes from the
  * catalog the request read, and an index created since would otherwise never learn of the arrays
  * this statement writes.
  */
 export function trackingMultikey(c: CollectionRef, dml: string): string {
   const pending = c.indexes.filter((ix) => !ix.multikey);
-  if (pending.length === 0) return `with w as (${dml} returning 1) select count(*) as n from w`;
+  if (pending.length === 0)
+    return `with w as (${dml} returning 1) select count(*) as n from w${guardedLimit(catalogGuard(c), undefined)}`;
   const flags = pending.map(
     (ix) =>
       `(${ix.key.map((_k, n) => `"${columnPrefix(ix.id, n)}_m"`).join(' or ')}) as "m${catalogId(ix.id)}"`,
@@ -451,23 +452,35 @@ export function trackingMultikey(c: CollectionRef, dml: string): string {
   return `with w as (${dml} returning ${flags.join(', ')}),
     f as (update collection_indexes set multikey = true
           where collection_id = ${catalogId(c.id)} and not multikey and (${which.join(' or ')}))
-    select count(*) as n from w`;
+    select count(*) as n from w${guardedLimit(catalogGuard(c), undefined)}`;
 }
 
 /**
  * A condition that holds while `c.version` is its collection's catalog version, and otherwise fails
  * the statement (SQLSTATE WP001, STALE_CATALOG) so that it runs again with a fresh entry
  * (db/catalog-cache.ts). It does no DDL and is as right in a prepared statement as in one parsed
- * anew (migration 0021).
- *
- * It names constants only, so the planner makes it an InitPlan under a one-time filter: evaluated
- * once per execution, with the statement's snapshot, which PostgreSQL takes after it has locked the
- * statement's tables. A write waiting behind an index build therefore sees the version the build
- * committed.
+ * anew (migration 0021). Statements carry it in their LIMIT (guardedLimit), never in a WHERE.
  */
 export function catalogGuard(c: CollectionRef): string {
   const cid = catalogId(c.id);
   return `(exists (select from collections where id = ${cid} and catalog_version = ${catalogId(c.version)}) or mdb.stale_catalog(${cid}))`;
+}
+
+/**
+ * A LIMIT of `count` rows (SQL; none when undefined) that first checks `guard` (catalogGuard).
+ *
+ * Why a LIMIT and not a condition of the WHERE: a planner that proves the WHERE false drops the
+ * whole scan with every condition in it, the guard too. PostgreSQL 17 does so for two equalities
+ * of one key column with different constants (`$all: ["a", "b"]` over an index not yet multikey),
+ * and that proof is right only while the index is not multikey, which is what the guard checks. A
+ * Limit node evaluates its count once, before it reads its input, whatever that input is. The
+ * count is evaluated with the statement's snapshot, which PostgreSQL takes after it has locked the
+ * statement's tables, so a write that waited behind an index build sees the version the build
+ * committed. mdb.stale_catalog is VOLATILE so that the planner, which evaluates a LIMIT's stable
+ * functions to estimate it, never calls it.
+ */
+export function guardedLimit(guard: string, count: string | undefined): string {
+  return ` limit (case when ${guard} then ${count ?? 'null'} end)::bigint`;
 }
 
 export async function deleteIndex(sql: Sql, c: CollectionRef, name: string): Promise<boolean> {

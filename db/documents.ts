@@ -1,5 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { type CollectionRef, catalogGuard, indexesFor, trackingMultikey } from './collections.js';
+import {
+  type CollectionRef,
+  catalogGuard,
+  guardedLimit,
+  indexesFor,
+  trackingMultikey,
+} from './collections.js';
 import { idFirstJsonbBytes } from './jsonb-id-first.js';
 import { keysetPredicate } from './query/cursor.js';
 import { type DocumentId, isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
@@ -163,7 +169,7 @@ export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false)
   const score = textScoreOf(c, o.filter, params);
   const order = compileOrderKeys(o.sort, { ...columns, textScore: score }, params);
   const keyset = o.after ? `(${keysetPredicate(order, o.after, params)}) and ` : '';
-  const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
+  const guard = guarded && columns.dependsOnCatalog;
   // A filter that pins `_id` matches at most one document, so no page can follow: the lookup by
   // `_id`, the most frequent read, runs without the keys and the extra row.
   const single = pinsOneId(o.filter);
@@ -171,7 +177,7 @@ export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false)
     (single ? '' : `, ${order.map((k, i) => `${k.sql} as k${i}`).join(', ')}`) +
     (o.textScore && score ? `, ${score()} as s` : '');
   const limit = single ? o.limit : o.limit + 1;
-  const text = `select doc${keys} from ${c.table} where ${guard}${keyset}${where} order by ${orderByText(order)} offset ${params.int(o.skip)} limit ${params.int(limit)}`;
+  const text = `select doc${keys} from ${c.table} where ${keyset}${where} order by ${orderByText(order)} offset ${params.int(o.skip)}${limitClause(c, guard, params.int(limit))}`;
   return shared(c, text, params.values);
 }
 
@@ -179,8 +185,8 @@ export function countStatement(c: CollectionRef, filter: Filter, guarded = false
   const params = new Params();
   const columns = catalogDependentColumns(c, filter);
   const where = columns.predicate + compileFilter(filter, { params, indexed: columns.indexed, text: c.text });
-  const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
-  return shared(c, `select count(*) as n from ${c.table} where ${guard}${where}`, params.values);
+  const guard = guarded && columns.dependsOnCatalog ? guardedLimit(catalogGuard(c), undefined) : '';
+  return shared(c, `select count(*) as n from ${c.table} where ${where}${guard}`, params.values);
 }
 
 /** More distinct values than this is an error rather than a response of unbounded size. */
@@ -197,14 +203,14 @@ function distinctStatement(c: CollectionRef, key: FieldPath, filter: Filter, gua
   const params = new Params();
   const columns = catalogDependentColumns(c, filter);
   const where = columns.predicate + compileFilter(filter, { params, indexed: columns.indexed, text: c.text });
-  const guard = guarded && columns.dependsOnCatalog ? guardClause(c) : '';
+  const guard = guarded && columns.dependsOnCatalog;
   const navsRef = params.jsonpathArray(rootNavs(key));
   const text = `select e.v from ${c.table}
     cross join lateral unnest(${navsRef}) as n(p)
     cross join lateral jsonb_path_query(doc, n.p) as t(v)
     cross join lateral jsonb_array_elements(case when jsonb_typeof(t.v) = 'array' then t.v else jsonb_build_array(t.v) end) as e(v)
-    where ${guard}${where}
-    group by e.v order by mdb.key(e.v), e.v limit ${params.int(MAX_DISTINCT_VALUES + 1)}`;
+    where ${where}
+    group by e.v order by mdb.key(e.v), e.v${limitClause(c, guard, params.int(MAX_DISTINCT_VALUES + 1))}`;
   return shared(c, text, params.values);
 }
 
@@ -252,12 +258,13 @@ export function catalogDependentColumns(c: CollectionRef, filter: Filter) {
 }
 
 /**
- * Only reads whose SQL depends on the catalog carry the guard (catalogGuard). It reads the catalog
- * version with the statement's own snapshot, the one its rows are read with, so a read never runs
- * on a catalog other than the one it was compiled from.
+ * A read's LIMIT of `count` rows, carrying the catalog guard (guardedLimit) when `guarded`. Only
+ * reads whose SQL depends on the catalog carry it. It reads the catalog version with the
+ * statement's own snapshot, the one its rows are read with, so a read never runs on a catalog
+ * other than the one it was compiled from.
  */
-function guardClause(c: CollectionRef): string {
-  return `${catalogGuard(c)} and `;
+function limitClause(c: CollectionRef, guarded: boolean, count: string): string {
+  return guarded ? guardedLimit(catalogGuard(c), count) : ` limit ${count}`;
 }
 
 export interface Page<T> {
@@ -368,9 +375,13 @@ export async function deleteDocuments(sql: Sql, c: CollectionRef, filter: Filter
   const params = new Params();
   const choice = indexesFor(c, filter);
   const where = choice.predicate + compileFilter(filter, { params, indexed: choice.indexed, text: c.text });
-  const s = shared(c, `delete from ${c.table} where ${catalogGuard(c)} and ${where}`, params.values);
-  const result = await retryingConflicts(() => sql.unsafe(s.text, s.values, s.options));
-  return result.count;
+  const s = shared(
+    c,
+    `with w as (delete from ${c.table} where ${where} returning 1) select count(*) as n from w${guardedLimit(catalogGuard(c), undefined)}`,
+    params.values,
+  );
+  const [row] = await retryingConflicts(() => sql.unsafe<{ n: string }[]>(s.text, s.values, s.options));
+  return Number(row?.n ?? 0);
 }
 
 /**
@@ -413,7 +424,7 @@ function insertSerialized(c: CollectionRef, prepared: JsonObject[]): Statement {
     c,
     trackingMultikey(
       c,
-      `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d where ${catalogGuard(c)}`,
+      `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d`,
     ),
     [JSON.stringify(prepared)],
   );
@@ -442,8 +453,7 @@ function insertVerbatim(
       c,
       `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from (
         select case when e ? '_id' then e else jsonb_build_object('_id', $3::text::jsonb -> (n::int - 1)) || e end
-        from jsonb_array_elements($1::text::jsonb -> $2::text) with ordinality as a (e, n)) as x (d)
-       where ${catalogGuard(c)}`,
+        from jsonb_array_elements($1::text::jsonb -> $2::text) with ordinality as a (e, n)) as x (d)`,
     ),
     [verbatim.text, verbatim.member, generated ? JSON.stringify(given) : '[]'],
   );
@@ -568,7 +578,7 @@ async function lockFirst(
   const orderBy = orderByText(
     compileOrderKeys(sort, { ...choice, textScore: textScoreOf(c, filter, params) }, params),
   );
-  const text = `select doc from ${c.table} where ${catalogGuard(c)} and ${where} order by ${orderBy} limit 1`;
+  const text = `select doc from ${c.table} where ${where} order by ${orderBy}${guardedLimit(catalogGuard(c), '1')}`;
   const locking = shared(c, `${text} for update`, params.values);
   const first = shared(c, text, params.values);
   for (;;) {
@@ -593,7 +603,7 @@ async function matching(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
   // the transaction ends.
   const s = shared(
     c,
-    `select doc from ${c.table} where ${catalogGuard(c)} and ${where} order by id limit ${params.int(max + 1)} for update`,
+    `select doc from ${c.table} where ${where} order by id${guardedLimit(catalogGuard(c), params.int(max + 1))} for update`,
     params.values,
   );
   const rows = await tx.unsafe<{ doc: JsonObject }[]>(s.text, s.values, s.options);

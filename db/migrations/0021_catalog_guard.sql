@@ -4,19 +4,20 @@
 -- node and such a write failed while any node was down. And a prepared statement keeps a dropped
 -- type (it is never parsed again), so the marker could not guard prepared statements.
 --
--- The guard reads the version instead, in a sub-select of the statement itself:
---   (exists (select from collections where id = <cid> and catalog_version = <version>)
---    or mdb.stale_catalog(<cid>))
--- It names constants only, so the planner makes it an InitPlan under a one-time filter, evaluated
--- once per execution with the statement's own snapshot, which PostgreSQL takes after the executor
--- has locked the statement's tables (also for a prepared statement: its locks are taken when its
--- plan is fetched, before the portal's snapshot). A write that waited behind an index build
--- therefore sees the version the build committed and fails (SQLSTATE WP001, the code of
--- mdb.assert_catalog) rather than write an array the new index would not know of; the catalog
--- cache runs it again. A plpgsql function reading the row per call (like mdb.assert_catalog) cost
--- PostgreSQL more CPU per prepared indexed read than the sub-select, whose planning prepared
--- statements remove. mdb.stale_catalog only raises; it is STABLE so that the planner neither
--- evaluates it ahead of the statement (IMMUTABLE) nor runs the condition per row (VOLATILE).
+-- The guard reads the version instead, in a sub-select of the statement itself, carried by the
+-- statement's LIMIT (db/collections.ts guardedLimit):
+--   limit (case when (exists (select from collections where id = <cid> and catalog_version = <version>)
+--                     or mdb.stale_catalog(<cid>)) then <count> end)
+-- A Limit node evaluates its count once per execution, before it reads its input, with the
+-- statement's own snapshot, which PostgreSQL takes after the executor has locked the statement's
+-- tables (also for a prepared statement: its locks are taken when its plan is fetched, before the
+-- portal's snapshot). A write that waited behind an index build therefore sees the version the
+-- build committed and fails (SQLSTATE WP001, the code of mdb.assert_catalog) rather than write an
+-- array the new index would not know of; the catalog cache runs it again. Not a condition of the
+-- WHERE: a planner that proves the WHERE false drops the scan with all its conditions (PostgreSQL 17
+-- does for two equalities of one key column with different constants, a proof that holds only
+-- while the index is not multikey). mdb.stale_catalog only raises, and is VOLATILE: the planner
+-- evaluates a LIMIT's stable functions to estimate it, and would raise while planning.
 --
 -- The markers go: the trigger, its function and every existing marker type. A process of the
 -- previous version still running against this database then fails its guarded statements (42704,
@@ -40,7 +41,7 @@ end $$;
 drop function mdb.catalog_marker(bigint, bigint);
 
 create function mdb.stale_catalog(cid bigint) returns boolean
-  language plpgsql stable as $$
+  language plpgsql volatile as $$
 begin
   raise exception 'the catalog of collection % changed', cid using errcode = 'WP001';
 end $$;

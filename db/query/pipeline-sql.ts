@@ -24,8 +24,11 @@ export interface PipelineSource {
   choose(filter: Filter): SortColumns & { predicate: string };
   /** The collection's text index, for a `$text` in the leading $match. */
   text?: TextIndexRef | undefined;
-  /** The catalog guard, when the head's SQL used a catalog-dependent column; else ''. Asked last. */
-  guard(): string;
+  /**
+   * The head's LIMIT of `count` rows (none when undefined) carrying the catalog guard, when the
+   * head's SQL used a catalog-dependent column; else undefined. Asked last.
+   */
+  guardedLimit(count: string | undefined): string | undefined;
   /** The table of a collection of the same workplace, for $lookup; undefined when it does not exist. */
   foreign(name: string): string | undefined;
 }
@@ -85,15 +88,17 @@ class Chain {
     const ordered = sort !== undefined || window !== undefined;
     const order = ordered ? orderByText(compileOrderKeys(sort ?? [], columns, this.params)) : '';
     const n = sort ? `int8send(row_number() over (order by ${order}))` : 'id';
-    const guard = this.src.guard();
     return this.add(
-      `select doc, ${n} as n from ${this.src.table} where ${guard ? `${guard} and ` : ''}${where}${ordered ? ` order by ${order}` : ''}${this.window(window)}`,
+      `select doc, ${n} as n from ${this.src.table} where ${where}${ordered ? ` order by ${order}` : ''}${this.window(window, true)}`,
     );
   }
 
-  window(w: Window | undefined): string {
-    if (!w) return '';
-    return `${w.offset ? ` offset ${this.params.int(w.offset)}` : ''}${w.limit === undefined ? '' : ` limit ${this.params.int(w.limit)}`}`;
+  /** OFFSET and LIMIT; the head's (`head`) LIMIT carries the catalog guard when it needs one. */
+  window(w: Window | undefined, head = false): string {
+    const offset = w?.offset ? ` offset ${this.params.int(w.offset)}` : '';
+    const count = w?.limit === undefined ? undefined : this.params.int(w.limit);
+    const guarded = head ? this.src.guardedLimit(count) : undefined;
+    return `${offset}${guarded ?? (count === undefined ? '' : ` limit ${count}`)}`;
   }
 
   stages(stages: Stage[], input: string): string {

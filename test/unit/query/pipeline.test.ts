@@ -15,7 +15,7 @@ const source = (indexed = false): PipelineSource => ({
           ? { key: 'id', truncated: false }
           : undefined,
   }),
-  guard: () => '',
+  guardedLimit: () => undefined,
   foreign: (name) => (name === 'other' ? '"wp_1"."c_2"' : undefined),
 });
 

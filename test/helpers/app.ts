@@ -1,5 +1,6 @@
-import { randomInt } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
+import postgres from 'postgres';
 import { buildApp } from '../../app.js';
 import { migrate } from '../../db/migrate.js';
 import { openDatabase } from '../../db/open.js';
@@ -127,6 +128,43 @@ export async function startTestApp(options: TestDatabaseOptions = {}): Promise<T
     async close() {
       await app.close();
       await db.close();
+    },
+  };
+}
+
+/**
+ * startTestApp on a PostgreSQL database of its own (`<prefix>_<hex>`, dropped by `close`) when
+ * DATABASE_URL is set: for a file whose database-wide state (a snapshot of every table, an event
+ * trigger) must not meet other files'. On PGlite every app has a database of its own anyway.
+ */
+export async function startTestAppOnOwnDatabase(prefix: string): Promise<TestApp> {
+  const url = process.env.DATABASE_URL;
+  if (!url) return startTestApp();
+  const admin = postgres(url, { max: 1, onnotice: () => {} });
+  const name = `${prefix}_${randomBytes(6).toString('hex')}`;
+  const drop = async () => {
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+    await admin.end({ timeout: 5 });
+  };
+  await admin.unsafe(`create database ${name}`);
+  const own = new URL(url);
+  own.pathname = `/${name}`;
+  let t: TestApp;
+  try {
+    t = await startTestApp({ databaseUrl: own.href });
+  } catch (err) {
+    await drop();
+    throw err;
+  }
+  const closeApp = t.close;
+  return {
+    ...t,
+    async close() {
+      try {
+        await closeApp();
+      } finally {
+        await drop();
+      }
     },
   };
 }

@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { escapePointer } from '../../errors.js';
 import { loadSpec, type SpecOperation, specOperations } from '../../http/spec.js';
-import { type RequestOptions, startTestApp, type TestApp } from '../helpers/app.js';
+import { type RequestOptions, startTestAppOnOwnDatabase, type TestApp } from '../helpers/app.js';
 import {
   createWhatTheExampleNeeds,
   exampleRequest,
@@ -31,30 +30,15 @@ import {
 const spec = loadSpec();
 const ops = specOperations(spec);
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default;
-const DATABASE_URL = process.env.DATABASE_URL;
 
 let t: TestApp;
-let dropDatabase = async () => {};
 let workplace: string;
 let ids: SampleIds;
 let oidcToken: string;
 
 beforeAll(async () => {
   // A database of its own, so that the snapshot sees only what this file's requests could change.
-  if (DATABASE_URL) {
-    const admin = postgres(DATABASE_URL, { max: 1, onnotice: () => {} });
-    const name = `hostile_${randomBytes(6).toString('hex')}`;
-    await admin.unsafe(`create database ${name}`);
-    const url = new URL(DATABASE_URL);
-    url.pathname = `/${name}`;
-    dropDatabase = async () => {
-      await admin.unsafe(`drop database if exists ${name} with (force)`);
-      await admin.end({ timeout: 5 });
-    };
-    t = await startTestApp({ databaseUrl: url.href });
-  } else {
-    t = await startTestApp();
-  }
+  t = await startTestAppOnOwnDatabase('hostile');
   workplace = await t.createWorkplace();
   // Everything some example acts on, in one workplace: a client, a connector, a scoped token, the
   // users collection with its byEmail index, and a user.
@@ -70,7 +54,6 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await t?.close();
-  await dropDatabase();
 });
 
 // ---------------------------------------------------------------------------------------------

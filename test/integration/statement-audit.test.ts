@@ -1,8 +1,6 @@
-import { randomBytes } from 'node:crypto';
-import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadSpec, specOperations } from '../../http/spec.js';
-import { startTestApp, type TestApp } from '../helpers/app.js';
+import { startTestAppOnOwnDatabase, type TestApp } from '../helpers/app.js';
 
 /**
  * Issue 34's acceptance: a request on a collection's documents, read or write, does no DDL (Citus
@@ -11,27 +9,12 @@ import { startTestApp, type TestApp } from '../helpers/app.js';
  * trigger on ddl_command_start, which sees DDL from triggers and functions too, raises while a
  * request is audited; and every statement text the pool sends is recorded (postgres.js's `debug`).
  */
-const DATABASE_URL = process.env.DATABASE_URL;
 let t: TestApp;
-let dropDatabase = async () => {};
 let recorded: string[] | undefined;
 
 beforeAll(async () => {
   // A database of its own: the event trigger must not fail other files' index builds.
-  if (DATABASE_URL) {
-    const admin = postgres(DATABASE_URL, { max: 1, onnotice: () => {} });
-    const name = `audit_${randomBytes(6).toString('hex')}`;
-    await admin.unsafe(`create database ${name}`);
-    const url = new URL(DATABASE_URL);
-    url.pathname = `/${name}`;
-    dropDatabase = async () => {
-      await admin.unsafe(`drop database if exists ${name} with (force)`);
-      await admin.end({ timeout: 5 });
-    };
-    t = await startTestApp({ databaseUrl: url.href });
-  } else {
-    t = await startTestApp();
-  }
+  t = await startTestAppOnOwnDatabase('audit');
   await t.sql.unsafe(`create table audit_ddl (audited boolean not null)`);
   await t.sql.unsafe(`insert into audit_ddl values (false)`);
   await t.sql.unsafe(`create function audit_no_ddl() returns event_trigger language plpgsql as $$
@@ -48,7 +31,6 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => {
   await t?.close();
-  await dropDatabase();
 });
 
 const STORAGE = '/v1/workplaces/{name}/storages/{storage_name}/';

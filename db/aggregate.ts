@@ -1,4 +1,4 @@
-import { type CollectionRef, catalogGuard, findCollection, guardedLimit } from './collections.js';
+import { type CollectionRef, findCollection, guardedLimit } from './collections.js';
 import { catalogDependentColumns, type Statement } from './documents.js';
 import { type JsonObject, QueryError } from './query/errors.js';
 import { idFirst } from './query/json.js';
@@ -31,7 +31,7 @@ export function aggregateStatement(
         return head;
       },
       text: c.text,
-      guardedLimit: (count) => (head?.dependsOnCatalog ? guardedLimit(catalogGuard(c), count) : undefined),
+      guardedLimit: (count) => (head?.dependsOnCatalog ? guardedLimit(c, count) : undefined),
       foreign: (name) => foreign.get(name),
     },
     params,

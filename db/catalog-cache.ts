@@ -3,7 +3,7 @@ import { type CollectionRef, findCollection, type Lookup } from './collections.j
 import { TextIndexRequired } from './query/filter-sql.js';
 import type { Sql } from './sql.js';
 
-/** SQLSTATE of a guarded statement compiled from a stale entry (mdb.catalog_is, migration 0021). */
+/** SQLSTATE of a guarded statement compiled from a stale entry (mdb.stale_catalog, migration 0021). */
 export const STALE_CATALOG = 'WP001';
 const MAX_ENTRIES = 10_000;
 /**
@@ -21,7 +21,7 @@ interface Entry {
 
 /**
  * Catalog entries of collections, cached so that a request costs one round trip instead of two.
- * Every write, and every read whose SQL would be wrong with a stale entry, is guarded (catalogGuard
+ * Every write, and every read whose SQL would be wrong with a stale entry, is guarded (guardedLimit
  * in db/collections.ts): if the collection's indexes changed anywhere, in this process or another,
  * the statement fails whole and runs again with a fresh entry. Other reads are right with any entry;
  * an index created by another process reaches them when the entry expires.

@@ -441,7 +441,7 @@ async function lockForIndexChange(tx: TransactionSql, c: CollectionRef): Promise
 export function trackingMultikey(c: CollectionRef, dml: string): string {
   const pending = c.indexes.filter((ix) => !ix.multikey);
   if (pending.length === 0)
-    return `with w as (${dml} returning 1) select count(*) as n from w${guardedLimit(catalogGuard(c), undefined)}`;
+    return `with w as (${dml} returning 1) select count(*) as n from w${guardedLimit(c, undefined)}`;
   const flags = pending.map(
     (ix) =>
       `(${ix.key.map((_k, n) => `"${columnPrefix(ix.id, n)}_m"`).join(' or ')}) as "m${catalogId(ix.id)}"`,
@@ -452,7 +452,7 @@ export function trackingMultikey(c: CollectionRef, dml: string): string {
   return `with w as (${dml} returning ${flags.join(', ')}),
     f as (update collection_indexes set multikey = true
           where collection_id = ${catalogId(c.id)} and not multikey and (${which.join(' or ')}))
-    select count(*) as n from w${guardedLimit(catalogGuard(c), undefined)}`;
+    select count(*) as n from w${guardedLimit(c, undefined)}`;
 }
 
 /**
@@ -467,7 +467,8 @@ export function catalogGuard(c: CollectionRef): string {
 }
 
 /**
- * A LIMIT of `count` rows (SQL; none when undefined) that first checks `guard` (catalogGuard).
+ * A LIMIT of `count` rows (SQL; none when undefined) that first checks the catalog guard of `c`
+ * (catalogGuard).
  *
  * Why a LIMIT and not a condition of the WHERE: a planner that proves the WHERE false drops the
  * whole scan with every condition in it, the guard too. PostgreSQL 17 does so for two equalities
@@ -479,8 +480,8 @@ export function catalogGuard(c: CollectionRef): string {
  * committed. mdb.stale_catalog is VOLATILE so that the planner, which evaluates a LIMIT's stable
  * functions to estimate it, never calls it.
  */
-export function guardedLimit(guard: string, count: string | undefined): string {
-  return ` limit (case when ${guard} then ${count ?? 'null'} end)::bigint`;
+export function guardedLimit(c: CollectionRef, count: string | undefined): string {
+  return ` limit (case when ${catalogGuard(c)} then ${count ?? 'null'} end)::bigint`;
 }
 
 export async function deleteIndex(sql: Sql, c: CollectionRef, name: string): Promise<boolean> {

@@ -1,11 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import {
-  type CollectionRef,
-  catalogGuard,
-  guardedLimit,
-  indexesFor,
-  trackingMultikey,
-} from './collections.js';
+import { type CollectionRef, guardedLimit, indexesFor, trackingMultikey } from './collections.js';
 import { idFirstJsonbBytes } from './jsonb-id-first.js';
 import { keysetPredicate } from './query/cursor.js';
 import { type DocumentId, isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
@@ -185,7 +179,7 @@ export function countStatement(c: CollectionRef, filter: Filter, guarded = false
   const params = new Params();
   const columns = catalogDependentColumns(c, filter);
   const where = columns.predicate + compileFilter(filter, { params, indexed: columns.indexed, text: c.text });
-  const guard = guarded && columns.dependsOnCatalog ? guardedLimit(catalogGuard(c), undefined) : '';
+  const guard = guarded && columns.dependsOnCatalog ? guardedLimit(c, undefined) : '';
   return shared(c, `select count(*) as n from ${c.table} where ${where}${guard}`, params.values);
 }
 
@@ -264,7 +258,7 @@ export function catalogDependentColumns(c: CollectionRef, filter: Filter) {
  * other than the one it was compiled from.
  */
 function limitClause(c: CollectionRef, guarded: boolean, count: string): string {
-  return guarded ? guardedLimit(catalogGuard(c), count) : ` limit ${count}`;
+  return guarded ? guardedLimit(c, count) : ` limit ${count}`;
 }
 
 export interface Page<T> {
@@ -365,7 +359,7 @@ export async function explain(sql: Sql, s: Statement): Promise<string> {
 }
 
 /*
- * Every write is guarded (catalogGuard), whatever its filter: an insert or update must tell the
+ * Every write is guarded (guardedLimit), whatever its filter: an insert or update must tell the
  * indexes built since its catalog was read that it writes arrays (trackingMultikey), and a filter
  * over a dropped index's columns must not run. A stale write fails whole and runs again with a
  * fresh entry (db/catalog-cache.ts), so nothing is written twice.
@@ -377,7 +371,7 @@ export async function deleteDocuments(sql: Sql, c: CollectionRef, filter: Filter
   const where = choice.predicate + compileFilter(filter, { params, indexed: choice.indexed, text: c.text });
   const s = shared(
     c,
-    `with w as (delete from ${c.table} where ${where} returning 1) select count(*) as n from w${guardedLimit(catalogGuard(c), undefined)}`,
+    `with w as (delete from ${c.table} where ${where} returning 1) select count(*) as n from w${guardedLimit(c, undefined)}`,
     params.values,
   );
   const [row] = await retryingConflicts(() => sql.unsafe<{ n: string }[]>(s.text, s.values, s.options));
@@ -578,7 +572,7 @@ async function lockFirst(
   const orderBy = orderByText(
     compileOrderKeys(sort, { ...choice, textScore: textScoreOf(c, filter, params) }, params),
   );
-  const text = `select doc from ${c.table} where ${where} order by ${orderBy}${guardedLimit(catalogGuard(c), '1')}`;
+  const text = `select doc from ${c.table} where ${where} order by ${orderBy}${guardedLimit(c, '1')}`;
   const locking = shared(c, `${text} for update`, params.values);
   const first = shared(c, text, params.values);
   for (;;) {
@@ -603,7 +597,7 @@ async function matching(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
   // the transaction ends.
   const s = shared(
     c,
-    `select doc from ${c.table} where ${where} order by id${guardedLimit(catalogGuard(c), params.int(max + 1))} for update`,
+    `select doc from ${c.table} where ${where} order by id${guardedLimit(c, params.int(max + 1))} for update`,
     params.values,
   );
   const rows = await tx.unsafe<{ doc: JsonObject }[]>(s.text, s.values, s.options);

@@ -104,11 +104,6 @@ export class StatementTexts {
     private readonly budget: PreparedBudget = PROCESS_BUDGET,
   ) {}
 
-  /** The pool's string equal to `text` (`text` itself the first time). */
-  shared(text: string): string {
-    return this.use(text).text;
-  }
-
   /**
    * The pool's entry for `text`, prepared from its second use while the budget allows, and from its
    * first when another pool (an earlier ref of the same collection) already had it granted.

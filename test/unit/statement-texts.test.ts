@@ -5,8 +5,8 @@ describe('StatementTexts', () => {
   it('gives back a text equal to the one asked for, built however it was', () => {
     const pool = new StatementTexts();
     const table = 'wp_a.c_b';
-    const first = pool.shared(`select doc from ${table} where id = $1`);
-    const again = pool.shared(['select doc from ', table, ' where id = $1'].join(''));
+    const first = pool.use(`select doc from ${table} where id = $1`).text;
+    const again = pool.use(['select doc from ', table, ' where id = $1'].join('')).text;
     expect(first).toBe('select doc from wp_a.c_b where id = $1');
     expect(again).toBe(first);
     expect(pool.size).toBe(1);
@@ -14,14 +14,14 @@ describe('StatementTexts', () => {
 
   it('keeps each distinct text once', () => {
     const pool = new StatementTexts();
-    for (let i = 0; i < 50; i++) pool.shared(`select ${i % 5}`);
+    for (let i = 0; i < 50; i++) pool.use(`select ${i % 5}`).text;
     expect(pool.size).toBe(5);
   });
 
   it('never holds more than its bound: many collections do not grow it without end', () => {
     const pool = new StatementTexts(100);
     for (let i = 0; i < 1000; i++) {
-      expect(pool.shared(`select doc from wp_x.c_${i}`)).toBe(`select doc from wp_x.c_${i}`);
+      expect(pool.use(`select doc from wp_x.c_${i}`).text).toBe(`select doc from wp_x.c_${i}`);
       expect(pool.size).toBeLessThanOrEqual(100);
     }
   });

@@ -124,7 +124,8 @@ describe.runIf(process.env.DATABASE_URL)('generic plans', () => {
       );
       return rows.map((r) => r['QUERY PLAN']).join('\n');
     } finally {
-      await conn.unsafe('deallocate all; reset plan_cache_mode').catch(() => {});
+      // Only its own: postgres.js still counts on the statements it prepared on this connection.
+      await conn.unsafe('deallocate generic_plan_test; reset plan_cache_mode').catch(() => {});
       conn.release();
     }
   }
@@ -151,6 +152,50 @@ describe.runIf(process.env.DATABASE_URL)('generic plans', () => {
       // The catalog guard is evaluated once, by the LIMIT (an InitPlan), not on every row.
       expect(plan, name).toMatch(/InitPlan/);
       expect(plan, name).not.toMatch(/Filter: .*stale_catalog/);
+    }
+  });
+});
+
+describe.runIf(process.env.DATABASE_URL)('the plans PostgreSQL chooses for prepared texts', () => {
+  // After five executions PostgreSQL runs a prepared statement's generic plan only when it is
+  // costed no dearer than the custom plans it made so far; otherwise every execution is planned
+  // again, which cost a read more than running it.
+  it('are generic for the frequent reads and counts, so a request is not planned again', async () => {
+    const c = await freshCollection(t);
+    for (let b = 0; b < 2; b++)
+      await c.insert(
+        Array.from({ length: 1000 }, (_, i) => ({ _id: b * 1000 + i, k: i % 50, n: b * 1000 + i })),
+      );
+    await c.index(['k'], { name: 'byK' });
+    await c.index(['n'], { name: 'byN' });
+    const c0 = await ref(c.workplace);
+    await t.sql.unsafe(`analyze ${c0.table}`);
+    const read = (i: number, query: object, sort?: Record<string, 1 | -1>) =>
+      readStatement(
+        c0,
+        { filter: parseFilter(query), sort: parseSort(sort), skip: 0, limit: 10 + (i % 2) },
+        true,
+      );
+    const cases: Record<string, (i: number) => Statement> = {
+      equality: (i) => read(i, { k: i % 50 }),
+      'range with sort': (i) => read(i, { n: { $gte: i * 10, $lt: i * 10 + 40 } }, { n: 1 }),
+      count: (i) => countStatement(c0, parseFilter({ k: i % 50 }), true),
+    };
+    const conn = await t.sql.reserve();
+    try {
+      for (const [name, statement] of Object.entries(cases)) {
+        for (let i = 0; i < 12; i++) {
+          const s = statement(i);
+          await conn.unsafe(s.text, s.values, { prepare: true });
+        }
+        const [plans] = await conn.unsafe<{ generic: number }[]>(
+          'select generic_plans::int as generic from pg_prepared_statements where statement = $1',
+          [statement(0).text],
+        );
+        expect(plans?.generic, name).toBeGreaterThan(0);
+      }
+    } finally {
+      conn.release();
     }
   });
 });

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STALE_CATALOG } from '../../db/catalog-cache.js';
-import { catalogGuard, findCollection } from '../../db/collections.js';
+import { type CollectionRef, catalogGuard, findCollection } from '../../db/collections.js';
 import { countStatement, readStatement, type Statement } from '../../db/documents.js';
 import { parseFilter } from '../../db/query/filter-ast.js';
 import { parseSort } from '../../db/query/sort.js';
@@ -137,12 +137,10 @@ describe.runIf(process.env.DATABASE_URL)('generic plans', () => {
     await c.index(['k'], { name: 'byK' });
     await t.sql.unsafe(`analyze ${(await ref(c.workplace)).table}`);
     const c0 = await ref(c.workplace);
-    const read = (query: object, sort?: Record<string, 1 | -1>) =>
-      readStatement(c0, { filter: parseFilter(query), sort: parseSort(sort), skip: 0, limit: 20 }, true);
     const plans = {
-      equality: await genericPlan(read({ k: 7 })),
-      in: await genericPlan(read({ k: { $in: [7, 8, 9] } })),
-      range: await genericPlan(read({ k: { $gte: 100, $lt: 500 } }, { k: 1 })),
+      equality: await genericPlan(guardedRead(c0, { k: 7 })),
+      in: await genericPlan(guardedRead(c0, { k: { $in: [7, 8, 9] } })),
+      range: await genericPlan(guardedRead(c0, { k: { $gte: 100, $lt: 500 } }, { k: 1 })),
       count: await genericPlan(countStatement(c0, parseFilter({ k: 7 }), true)),
       countRange: await genericPlan(countStatement(c0, parseFilter({ k: { $gt: 1500 } }), true)),
     };
@@ -170,15 +168,9 @@ describe.runIf(process.env.DATABASE_URL)('the plans PostgreSQL chooses for prepa
     await c.index(['n'], { name: 'byN' });
     const c0 = await ref(c.workplace);
     await t.sql.unsafe(`analyze ${c0.table}`);
-    const read = (i: number, query: object, sort?: Record<string, 1 | -1>) =>
-      readStatement(
-        c0,
-        { filter: parseFilter(query), sort: parseSort(sort), skip: 0, limit: 10 + (i % 2) },
-        true,
-      );
     const cases: Record<string, (i: number) => Statement> = {
-      equality: (i) => read(i, { k: i % 50 }),
-      'range with sort': (i) => read(i, { n: { $gte: i * 10, $lt: i * 10 + 40 } }, { n: 1 }),
+      equality: (i) => guardedRead(c0, { k: i % 50 }),
+      'range with sort': (i) => guardedRead(c0, { n: { $gte: i * 10, $lt: i * 10 + 40 } }, { n: 1 }),
       count: (i) => countStatement(c0, parseFilter({ k: i % 50 }), true),
     };
     const conn = await t.sql.reserve();
@@ -199,6 +191,11 @@ describe.runIf(process.env.DATABASE_URL)('the plans PostgreSQL chooses for prepa
     }
   });
 });
+
+/** The read statement the API runs (guarded, as handlers run it), for a page of 20. */
+function guardedRead(c: CollectionRef, query: object, sort?: Record<string, 1 | -1>): Statement {
+  return readStatement(c, { filter: parseFilter(query), sort: parseSort(sort), skip: 0, limit: 20 }, true);
+}
 
 async function ref(workplace: string) {
   const lookup = await findCollection(t.sql, workplace, 'items');

@@ -49,6 +49,17 @@ const UPDATE_MATCHES = 10_000;
 const GROUP_SIZE = 100;
 /** How many values a field takes so that each holds `per` of `size` documents (`bucket`, `group`). */
 const partitions = (size: number, per: number) => Math.max(1, Math.floor(size / per));
+/**
+ * Requests per database connection before a scenario is measured: PostgreSQL plans a prepared
+ * statement for its values for five executions, then may keep its generic plan, and a measured run
+ * must see only the plan the server will run from then on.
+ */
+const WARM_UP_PER_CONNECTION = 30;
+/**
+ * Each server's pool (DB_POOL_MAX, poolMax). postgres.js hands a query to its idle connections in
+ * turn, so a run at fewer HTTP connections still spreads its requests over the whole pool.
+ */
+const DB_POOL = 10;
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -426,22 +437,40 @@ const JSON_HEADERS = (): Record<string, string> => ({
   'x-auth-token': ADMIN,
 });
 
+/**
+ * The fewest requests of a warm-up: WARM_UP_PER_CONNECTION on each connection of every pool that
+ * serves them (one per API process with WORKERS > 1).
+ */
+const warmUpRequests = (connections: number) =>
+  WARM_UP_PER_CONNECTION * Math.max(connections, DB_POOL) * WORKERS;
+
+/**
+ * `duration` seconds of load. A warm-up (`warmUp`, compare()'s untimed first run) also goes on
+ * until warmUpRequests have been answered: a slow scenario, such as a bulk create, answers fewer
+ * than that in the duration, and would be measured before its statements reach their generic plans.
+ */
 async function load(
   url: string,
   bodies: () => string,
-  { connections = CONNECTIONS, duration = DURATION, headers = JSON_HEADERS() } = {},
+  { connections = CONNECTIONS, duration = DURATION, headers = JSON_HEADERS(), warmUp = false } = {},
 ): Promise<Figures> {
-  const result = await autocannon({
-    url,
-    connections,
-    duration,
-    method: 'POST',
-    headers,
-    requests: [{ setupRequest: (req) => ({ ...req, body: bodies() }) }],
-  });
-  if (result.non2xx > 0 || result.errors > 0) {
-    throw new Error(`${url}: ${result.non2xx} non-2xx answers and ${result.errors} errors`);
-  }
+  const run = async (until: { duration: number } | { amount: number }) => {
+    const result = await autocannon({
+      url,
+      connections,
+      ...until,
+      method: 'POST',
+      headers,
+      requests: [{ setupRequest: (req) => ({ ...req, body: bodies() }) }],
+    });
+    if (result.non2xx > 0 || result.errors > 0) {
+      throw new Error(`${url}: ${result.non2xx} non-2xx answers and ${result.errors} errors`);
+    }
+    return result;
+  };
+  const result = await run({ duration });
+  const missing = warmUp ? warmUpRequests(connections) - result.requests.total : 0;
+  if (missing > 0) await run({ amount: Math.max(missing, connections) });
   return {
     rps: result.requests.average,
     p50: result.latency.p50,
@@ -555,34 +584,33 @@ async function profiled(scenario: string, work: () => Promise<void>, requests: (
   process.stderr.write(`    profiles: ${written.join(', ')}\n`);
 }
 
+/** One side's run of a scenario; `warmUp` for compare()'s untimed first run (see load). */
+type Run = (warmUp: boolean) => Promise<Figures>;
+
 /**
  * Alternates API, baseline and hand-written runs (API, baseline, hand-written, repeat), so all
  * see the same noise; medians of each.
  */
-async function compare(
-  scenario: string,
-  apiRun: () => Promise<Figures>,
-  baseRun: (() => Promise<Figures>) | undefined,
-  handRun?: () => Promise<Figures>,
-): Promise<Row> {
+async function compare(scenario: string, apiRun: Run, baseRun: Run | undefined, handRun?: Run): Promise<Row> {
   const a: Figures[] = [];
   const b: Figures[] = [];
   const h: Figures[] = [];
   let rssPeak = 0;
-  // Untimed first runs, so that no side is measured while it compiles its hot paths.
-  await apiRun();
-  if (baseRun) await baseRun();
-  if (handRun) await handRun();
+  // Untimed first runs, so that no side is measured while it compiles its hot paths or before its
+  // prepared statements have settled on their plans.
+  await apiRun(true);
+  if (baseRun) await baseRun(true);
+  if (handRun) await handRun(true);
   const total = (xs: Figures[]) => xs.reduce((sum, x) => sum + (x.requests ?? 0), 0);
   await profiled(
     scenario,
     async () => {
       for (let i = 0; i < RUNS; i++) {
-        const { result, peak } = await peakRss(serverPid, () => withCpu(serverPid, apiRun));
+        const { result, peak } = await peakRss(serverPid, () => withCpu(serverPid, () => apiRun(false)));
         a.push(result);
         rssPeak = Math.max(rssPeak, peak);
-        if (baseRun) b.push(await withCpu(baselinePid, baseRun));
-        if (handRun) h.push(await withCpu(handPid, handRun));
+        if (baseRun) b.push(await withCpu(baselinePid, () => baseRun(false)));
+        if (handRun) h.push(await withCpu(handPid, () => handRun(false)));
       }
     },
     () => [total(a), total(b)],
@@ -970,12 +998,13 @@ async function runReads(workplace: string, values: Captured['values'], results: 
       const baseBodies = vs ? cycle(vs.map((v) => JSON.stringify({ v }))) : undefined;
       const row = await compare(
         `${s.name} (${size === 'small' ? SMALL : LARGE} docs)`,
-        () => load(docsUrl(workplace, size, s.op), apiBodies),
+        (warmUp) => load(docsUrl(workplace, size, s.op), apiBodies, { warmUp }),
         baseBodies
-          ? () => load(`${baseline}/q/${encodeURIComponent(`${size}:${s.name}`)}`, baseBodies)
+          ? (warmUp) =>
+              load(`${baseline}/q/${encodeURIComponent(`${size}:${s.name}`)}`, baseBodies, { warmUp })
           : undefined,
         // The hand-written server takes the API's bodies.
-        handWritten ? () => load(`${handWritten}/${size}/${s.hand}`, apiBodies) : undefined,
+        handWritten ? (warmUp) => load(`${handWritten}/${size}/${s.hand}`, apiBodies, { warmUp }) : undefined,
       );
       results.rows.push(row);
       perSize[size] = row.api;
@@ -1044,20 +1073,23 @@ async function runBulkCreate(workplace: string, results: Results): Promise<void>
   };
   const bulkRow = await compare(
     'bulk create (1,000 docs/request)',
-    () =>
+    (warmUp) =>
       load(docsUrl(workplace, 'bulkapi', 'create'), () => JSON.stringify({ docs: batch('a') }), {
         connections: 4,
+        warmUp,
       }),
     baseline
-      ? () =>
+      ? (warmUp) =>
           load(`${baseline}/q/bulk`, () => JSON.stringify({ v: [JSON.stringify(batch('b'))] }), {
             connections: 4,
+            warmUp,
           })
       : undefined,
     handWritten
-      ? () =>
+      ? (warmUp) =>
           load(`${handWritten}/bulk/create`, () => JSON.stringify({ docs: batch('h') }), {
             connections: 4,
+            warmUp,
           })
       : undefined,
   );
@@ -1178,8 +1210,8 @@ async function runFindOneAndUpdate(
   results.rows.push(
     await compare(
       `findOneAndUpdate, least-used of ${GROUP_SIZE} ($inc, returnDocument after)`,
-      () => load(docsUrl(workplace, 'large', 'find-one-and-update'), apiBodies),
-      baseBodies ? () => load(`${baseline}/q/findOneAndUpdate`, baseBodies) : undefined,
+      (warmUp) => load(docsUrl(workplace, 'large', 'find-one-and-update'), apiBodies, { warmUp }),
+      baseBodies ? (warmUp) => load(`${baseline}/q/findOneAndUpdate`, baseBodies, { warmUp }) : undefined,
     ),
   );
 }
@@ -1239,9 +1271,10 @@ async function runOidcTokenEndpoint(workplace: string, results: Results): Promis
   results.rows.push(
     await compare(
       'OIDC token endpoint (refresh_token grant)',
-      () =>
+      (warmUp) =>
         load(refresh.url, () => refresh.body, {
           headers: refresh.headers,
+          warmUp,
         }),
       undefined,
     ),
@@ -1463,7 +1496,7 @@ async function runOneProcessReads(workplace: string, results: Results): Promise<
     const bodies = cycle(Array.from({ length: VARIANTS }, (_, i) => JSON.stringify(s.body(i, LARGE))));
     const one = await compare(
       `${s.name} (${LARGE} docs, 1 process)`,
-      () => load(docsUrl(workplace, 'large', s.op), bodies),
+      (warmUp) => load(docsUrl(workplace, 'large', s.op), bodies, { warmUp }),
       undefined,
     );
     results.workers.push({ name: s.name, one: one.api, many: row.api });

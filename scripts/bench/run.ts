@@ -49,6 +49,8 @@ const UPDATE_MATCHES = 10_000;
 const GROUP_SIZE = 100;
 /** How many values a field takes so that each holds `per` of `size` documents (`bucket`, `group`). */
 const partitions = (size: number, per: number) => Math.max(1, Math.floor(size / per));
+/** Documents one deleteMany request deletes: the `batch` of the delete scenario's collection. */
+const DELETE_BATCH = 3;
 /**
  * Requests per database connection before a scenario is measured: PostgreSQL plans a prepared
  * statement for its values for five executions, then may keep its generic plan, and a measured run
@@ -822,7 +824,10 @@ async function startServer(workers = WORKERS, logName = 'server'): Promise<void>
   serverChild = server.child;
 }
 
-/** The workplace with its small and large collections seeded, and two empty ones for bulk create. */
+/**
+ * The workplace with its small and large collections seeded, two empty ones for bulk create, and
+ * when the delete scenario runs, its own collection.
+ */
 async function seedWorkplace(workplace: string): Promise<void> {
   await call('POST', '/v1/workplaces', { name: workplace });
   process.stderr.write(`workplace ${workplace}; seeding (${SMALL} + ${LARGE} documents)\n`);
@@ -830,6 +835,7 @@ async function seedWorkplace(workplace: string): Promise<void> {
   await seed(workplace, 'large', LARGE);
   await call('POST', `/v1/workplaces/${workplace}/storages`, { name: 'bulkapi' });
   await call('POST', `/v1/workplaces/${workplace}/storages`, { name: 'bulkbase' });
+  if (selected(DELETE_MANY)) await seedDeletes(workplace);
 }
 
 /**
@@ -954,6 +960,14 @@ async function seedHandWritten(sql: postgres.Sql, workplace: string): Promise<vo
     // VACUUM as well as ANALYZE: the API's tables have been vacuumed by the server's maintenance.
     await sql.unsafe(`vacuum analyze ${t}`);
   }
+  const deletes = await findCollection(sql, workplace, 'deletes');
+  if (deletes.workplace && deletes.found) {
+    const t = `${schema}.deletes`;
+    await sql.unsafe(`create table ${t} (id text collate "C" primary key, doc jsonb not null)`);
+    await sql.unsafe(`insert into ${t} (id, doc) select doc->>'_id', doc from ${deletes.found.table}`);
+    await sql.unsafe(`create index on ${t} (((doc->>'batch')::int))`);
+    await sql.unsafe(`vacuum analyze ${t}`);
+  }
   process.stderr.write(`hand-written tables copied in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
 }
 
@@ -1010,6 +1024,83 @@ async function checkHandWritten(workplace: string): Promise<void> {
     }
   }
   process.stderr.write('hand-written server: same answers as the API\n');
+}
+
+/** The hand-written server's answer to `body` on its route `route` of `table`. */
+async function askHandWritten(table: string, route: string, body: unknown): Promise<unknown> {
+  const res = await fetch(`${handWritten}/${table}/${route}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (res.status !== 200)
+    throw new Error(`hand-written ${table}/${route}: ${res.status} ${text.slice(0, 300)}`);
+  return (JSON.parse(text) as { result: unknown }).result;
+}
+
+/**
+ * The write scenarios' check, as checkHandWritten's for reads: one request of each to both
+ * servers, while their copies of the data are still the same, must get the same answer. The
+ * creates go to the bulk collections, whose content nothing reads; ids given are kept, and the
+ * others get 24 hex digits on both servers.
+ */
+async function checkHandWrittenWrites(workplace: string): Promise<void> {
+  const storages = `/v1/workplaces/${workplace}/storages`;
+  const { _id, ...unnamed } = doc(0, 1, 1);
+  interface WriteCheck {
+    name: string;
+    /** The API's collection and the hand-written server's table that hold the same documents. */
+    collection: string;
+    table: string;
+    route: string;
+    body: unknown;
+    /** What of the answer both must agree on. */
+    shape?: (result: unknown) => unknown;
+  }
+  const checks: WriteCheck[] = [
+    {
+      name: 'findOneAndUpdate',
+      collection: 'large',
+      table: 'large',
+      route: 'find-one-and-update',
+      body: findOneAndUpdateBody(0, LARGE),
+    },
+    { name: 'updateOne', collection: 'large', table: 'large', route: 'update-one', body: updateOneBody(0) },
+    {
+      name: 'create',
+      collection: 'bulkapi',
+      table: 'bulk',
+      route: 'create',
+      body: { docs: [unnamed, { _id: 'check-given', ...unnamed }] },
+      shape: (r) => {
+        const { insertedCount, insertedIds } = r as { insertedCount: number; insertedIds: unknown[] };
+        return {
+          insertedCount,
+          ids: insertedIds.map((id) => (/^[0-9a-f]{24}$/.test(String(id)) ? 'generated' : id)),
+        };
+      },
+    },
+  ];
+  if (selected(DELETE_MANY))
+    checks.push({
+      name: 'deleteMany',
+      collection: 'deletes',
+      table: 'deletes',
+      route: 'delete',
+      body: { query: { batch: 0 } },
+    });
+  for (const { name, collection, table, route, body, shape = (r: unknown) => r } of checks) {
+    const fromApi = shape(
+      ((await call('POST', `${storages}/${collection}/${route}`, body)) as { result: unknown }).result,
+    );
+    const fromHand = shape(await askHandWritten(table, route, body));
+    if (canonical(fromApi) !== canonical(fromHand))
+      throw new Error(
+        `the hand-written server answers ${name} unlike the API:\n  API: ${JSON.stringify(fromApi).slice(0, 300)}\n  hand-written: ${JSON.stringify(fromHand).slice(0, 300)}`,
+      );
+  }
+  process.stderr.write('hand-written server: same answers to the writes as the API\n');
 }
 
 /** The read scenarios selected, on both sizes, with their targets and how they scale. */
@@ -1249,13 +1340,132 @@ async function runFindOneAndUpdate(
   );
   const vs = values.get('findOneAndUpdate');
   const baseBodies = vs ? cycle(vs.map((v) => JSON.stringify({ v }))) : undefined;
-  results.rows.push(
-    await compare(
-      `findOneAndUpdate, least-used of ${GROUP_SIZE} ($inc, returnDocument after)`,
-      (warmUp) => load(docsUrl(workplace, 'large', 'find-one-and-update'), apiBodies, { warmUp }),
-      baseBodies ? (warmUp) => load(`${baseline}/q/findOneAndUpdate`, baseBodies, { warmUp }) : undefined,
-    ),
+  const row = await compare(
+    `findOneAndUpdate, least-used of ${GROUP_SIZE} ($inc, returnDocument after)`,
+    (warmUp) => load(docsUrl(workplace, 'large', 'find-one-and-update'), apiBodies, { warmUp }),
+    baseBodies ? (warmUp) => load(`${baseline}/q/findOneAndUpdate`, baseBodies, { warmUp }) : undefined,
+    handWritten
+      ? (warmUp) => load(`${handWritten}/large/find-one-and-update`, apiBodies, { warmUp })
+      : undefined,
   );
+  results.rows.push(row);
+  handTarget(results, row, SINGLE_WRITE_TARGET);
+}
+
+/** The least share of the hand-written server's requests/s for a write of one document. */
+const SINGLE_WRITE_TARGET = 0.7;
+const CREATE_ONE = 'create one document without _id';
+const UPDATE_ONE = 'updateOne by _id ($inc)';
+const DELETE_MANY = `deleteMany on an indexed field (${DELETE_BATCH} documents/request)`;
+
+/**
+ * One document without `_id` a request, into the large collection with all its indexes (the unique
+ * email among them): an insert costs what the table it goes into makes it cost. Each side numbers
+ * its documents on from the seeded ones, so that their emails stay unique. It adds documents to the
+ * large collection: main() runs it after every scenario that counts them.
+ */
+async function runCreateOne(workplace: string, results: Results): Promise<void> {
+  const buckets = partitions(LARGE, UPDATE_MATCHES);
+  const groups = partitions(LARGE, GROUP_SIZE);
+  const numbered = () => {
+    let i = LARGE;
+    return () => {
+      const { _id, ...rest } = doc(i++, buckets, groups);
+      return JSON.stringify({ docs: [rest] });
+    };
+  };
+  const apiBodies = numbered();
+  const handBodies = numbered();
+  const row = await compare(
+    CREATE_ONE,
+    (warmUp) => load(docsUrl(workplace, 'large', 'create'), apiBodies, { warmUp }),
+    undefined,
+    handWritten ? (warmUp) => load(`${handWritten}/large/create`, handBodies, { warmUp }) : undefined,
+  );
+  results.rows.push(row);
+  handTarget(results, row, SINGLE_WRITE_TARGET);
+}
+
+/** updateOne by `_id` with $inc on one field: a change to a document the client already knows. */
+function updateOneBody(i: number) {
+  return { query: { _id: `u${(i * 7919) % LARGE}` }, doc: { $inc: { n: 1 } } };
+}
+
+async function runUpdateOne(workplace: string, results: Results): Promise<void> {
+  const bodies = cycle(Array.from({ length: VARIANTS }, (_, i) => JSON.stringify(updateOneBody(i))));
+  const row = await compare(
+    UPDATE_ONE,
+    (warmUp) => load(docsUrl(workplace, 'large', 'update-one'), bodies, { warmUp }),
+    undefined,
+    handWritten ? (warmUp) => load(`${handWritten}/large/update-one`, bodies, { warmUp }) : undefined,
+  );
+  results.rows.push(row);
+  handTarget(results, row, SINGLE_WRITE_TARGET);
+}
+
+/**
+ * The most deleteMany requests per second a side is expected to answer: on PostgreSQL about twice
+ * what the hand-written server (the faster side) answers on the 2-core machine, so that a quieter
+ * machine does not exhaust it; embedded, the API runs alone, and slower. The delete scenario's
+ * collection holds enough batches for this rate over every run and the warm-up: set too low, the
+ * scenario runs dry (its last requests match nothing and cost less than a delete), and its row and
+ * a target say so.
+ */
+const DELETE_RATE_CEILING = embedded ? 3000 : 6000;
+
+/**
+ * The batches the delete scenario's collection holds: its highest expected rate over the warm-up
+ * and every measured run. A warm-up lasts DURATION or warmUpRequests, whichever takes longer.
+ */
+const deleteBatches = () =>
+  Math.ceil(DELETE_RATE_CEILING * DURATION) * (RUNS + 1) + warmUpRequests(CONNECTIONS) + 1;
+
+/**
+ * The delete scenario's own collection, `deletes`: documents of the large kind, DELETE_BATCH of
+ * them in each `batch` (indexed), deleteBatches of those. The hand-written server copies it.
+ */
+async function seedDeletes(workplace: string): Promise<void> {
+  const count = deleteBatches() * DELETE_BATCH;
+  const started = Date.now();
+  await fill(workplace, 'deletes', count, (i) => ({ ...doc(i, 1, 1), batch: Math.floor(i / DELETE_BATCH) }));
+  await call('POST', `/v1/workplaces/${workplace}/storages/deletes/indexes`, {
+    name: 'byBatch',
+    key: ['batch'],
+  });
+  process.stderr.write(
+    `seeded deletes: ${count} documents in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
+  );
+}
+
+/**
+ * deleteMany with a filter on an indexed field, each request the next batch of its side's copy of
+ * `deletes` (batch 0 went to checkHandWrittenWrites). Should a side take more batches than there
+ * are, its last requests delete nothing and cost less: the row and a target say so, and
+ * DELETE_RATE_CEILING must grow.
+ */
+async function runDeleteMany(workplace: string, results: Results): Promise<void> {
+  const batches = deleteBatches();
+  const side = () => {
+    let batch = 1;
+    return { bodies: () => JSON.stringify({ query: { batch: batch++ } }), taken: () => batch - 1 };
+  };
+  const apiSide = side();
+  const handSide = side();
+  const row = await compare(
+    DELETE_MANY,
+    (warmUp) => load(docsUrl(workplace, 'deletes', 'delete'), apiSide.bodies, { warmUp }),
+    undefined,
+    handWritten ? (warmUp) => load(`${handWritten}/deletes/delete`, handSide.bodies, { warmUp }) : undefined,
+  );
+  const dry = Math.max(apiSide.taken(), handSide.taken()) >= batches;
+  if (dry) row.scenario += ' (RAN DRY: its last requests deleted nothing)';
+  results.rows.push(row);
+  handTarget(results, row, SINGLE_WRITE_TARGET);
+  results.targets.push([
+    `${DELETE_MANY}: every request had a batch to delete`,
+    !dry,
+    `batches 1 to ${apiSide.taken()} taken by the API${handWritten ? `, to ${handSide.taken()} by the hand-written server` : ''}, of ${batches - 1}`,
+  ]);
 }
 
 /** Workplace + collection create/delete cycle. */
@@ -1574,15 +1784,20 @@ async function main() {
       await startBaseline(captured.statements);
       await startHandWritten(workplace);
       await checkHandWritten(workplace);
+      await checkHandWrittenWrites(workplace);
     }
     await runReads(workplace, captured.values, results);
     await runBulkCreate(workplace, results);
     if (selected('updateMany')) await runUpdateMany(workplace, captured.values, results);
     if (selected('findOneAndUpdate')) await runFindOneAndUpdate(workplace, captured.values, results);
+    if (selected(UPDATE_ONE)) await runUpdateOne(workplace, results);
     if (selected('workplace + collection')) await runWorkplaceCycle(results);
     if (selected('cursor walk')) await runCursorWalk(workplace, results);
     if (selected('$group')) await runGroupAggregate(workplace, sql, results);
     if (sql && selected('TTL expiry')) await runTtlExpiry(workplace, sql, results);
+    // After the cursor walk and the TTL pass, which count on the large collection's size.
+    if (selected(CREATE_ONE)) await runCreateOne(workplace, results);
+    if (selected(DELETE_MANY)) await runDeleteMany(workplace, results);
     if (selected('OIDC token endpoint')) await runOidcTokenEndpoint(workplace, results);
     if (SOAK > 0 && selected('sustained reads')) await runSustainedReads(workplace, results);
     if (WORKERS > 1) await runOneProcessReads(workplace, results);

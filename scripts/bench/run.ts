@@ -1411,7 +1411,7 @@ async function runUpdateOne(workplace: string, results: Results): Promise<void> 
  * scenario runs dry (its last requests match nothing and cost less than a delete), and its row and
  * a target say so.
  */
-const DELETE_RATE_CEILING = embedded ? 3000 : 6000;
+const DELETE_RATE_CEILING = embedded ? 1500 : 6000;
 
 /**
  * The batches the delete scenario's collection holds: its highest expected rate over the warm-up

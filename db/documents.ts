@@ -138,12 +138,12 @@ function textScoreOf(c: CollectionRef, filter: Filter, params: Params): (() => s
 
 export interface Statement {
   text: string;
-  values: string[];
+  values: (string | Buffer)[];
   /** Whether postgres.js prepares it (db/statement-texts.ts); unprepared when absent. */
   options?: RunOptions;
 }
 
-function shared(c: CollectionRef, text: string, values: string[]): Statement {
+function shared(c: CollectionRef, text: string, values: (string | Buffer)[]): Statement {
   const s = c.texts.use(text);
   return { text: s.text, values, options: s.options };
 }
@@ -430,7 +430,9 @@ function insertSerialized(c: CollectionRef, prepared: JsonObject[]): Statement {
 
 /**
  * The documents come from the text; those sent without `_id` get the one prepareDocument gave them
- * (by position, null for the others).
+ * (by position, null for the others). ROWS FROM walks the documents and the ids side by side, each
+ * array parsed once: an id picked from the parameter by position in the select list was parsed
+ * again for every row under the generic plan of the prepared statement.
  */
 function insertVerbatim(
   c: CollectionRef,
@@ -450,8 +452,8 @@ function insertVerbatim(
     trackingMultikey(
       c,
       `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from (
-        select case when e ? '_id' then e else jsonb_build_object('_id', $3::text::jsonb -> (n::int - 1)) || e end
-        from jsonb_array_elements($1::text::jsonb -> $2::text) with ordinality as a (e, n)) as x (d)`,
+        select case when e ? '_id' then e else jsonb_build_object('_id', g) || e end
+        from rows from (jsonb_array_elements($1::text::jsonb -> $2::text), jsonb_array_elements($3::text::jsonb)) as a (e, g)) as x (d)`,
     ),
     [verbatim.text, verbatim.member, generated ? JSON.stringify(given) : '[]'],
   );
@@ -699,9 +701,8 @@ export async function deleteOneDocument(
     sql.begin(async (tx) => {
       const doc = await lockFirst(tx, c, filter, sort);
       if (!doc) return undefined;
-      const s = shared(c, `delete from ${c.table} where id = mdb.key($1::text::jsonb)`, [
-        JSON.stringify(doc._id),
-      ]);
+      const params = new Params();
+      const s = shared(c, `delete from ${c.table} where id = ${params.key(doc._id as Json)}`, params.values);
       await tx.unsafe(s.text, s.values, s.options);
       return project(idFirst(doc));
     }),

@@ -71,14 +71,15 @@ export async function sweepExpired(
 /**
  * Deletes one batch of the expired documents of one TTL index, oldest first, as the btree over
  * t<id> gives them ($1: the index's seconds, $2: the batch size); exported so tests can EXPLAIN
- * it. The rows are found by their physical address (a TID scan), which they keep while this
+ * it. The cutoff is a sub-select, computed once per execution rather than per row by the generic
+ * plan of the prepared statement. The rows are found by their physical address (a TID scan), which they keep while this
  * transaction holds their lock: cheaper than looking each up again by `id`.
  */
 export function deleteExpiredStatement(table: string, indexId: string, predicate: boolean): string {
   const t = `"t${catalogId(indexId)}"`;
   const p = predicate ? ` and "p${catalogId(indexId)}"` : '';
   return `delete from ${table} where ctid = any(array(
-    select ctid from ${table} where ${t} < now() - $1::bigint * interval '1 second'${p}
+    select ctid from ${table} where ${t} < (select now() - $1::bigint * interval '1 second')${p}
     order by ${t} limit $2::int for update skip locked))`;
 }
 

@@ -122,7 +122,7 @@ export function decodeCursor(token: string, binding: Buffer, keyCount: number): 
  */
 export function keysetPredicate(order: OrderKey[], after: Buffer[], params: Params): string {
   if (order.length !== after.length || order.length === 0) throw damaged();
-  const values = after.map((k) => `decode(${params.text(k.toString('hex'))}, 'hex')`);
+  const values = after.map((k) => params.bytes(k));
   const beyond = (d: 1 | -1) => (d === 1 ? '>' : '<');
   /** `k op v` for one key, a row comparison for several. */
   const compare = (n: number, op: string) =>

@@ -139,7 +139,7 @@ export function compileExpression(e: Expr, ctx: ExprContext): string {
       // One segment cannot cross an array below the document, so `->` is exact there.
       if (e.segments.length === 1 && e.variable === 'CURRENT')
         return `(${base} -> ${ctx.params.text(e.segments[0] as string)})`;
-      return `mdb.expr_get(${base}, ${ctx.params.text(toArrayLiteral(e.segments))}::text[])`;
+      return `mdb.expr_get(${base}, ${ctx.params.typed(toArrayLiteral(e.segments), 'text[]')})`;
     }
     case 'object': {
       if (e.fields.length === 0) return `'{}'::jsonb`;

@@ -66,7 +66,8 @@ class Vars {
       this.params.json({});
       this.#index = this.params.values.length - 1;
     }
-    return `$${this.#index + 1}::text::jsonb`;
+    // Once per execution, as Params.json binds values: `jsonb_path_match` runs per row.
+    return `(select $${this.#index + 1}::text::jsonb)`;
   }
 
   bind(): void {
@@ -97,7 +98,7 @@ function hasCompoundOperand(cond: Cond): boolean {
 /** `x` (jsonb SQL) compared with an object or array operand: only values of its type compare. */
 function bsonCompare(x: string, cond: Cond & { op: 'cmp' }, params: Params): string {
   const type = Array.isArray(cond.value) ? 'array' : 'object';
-  return `(jsonb_typeof(${x}) = '${type}' and mdb.bson_key(${x}) ${cond.cmp} mdb.bson_key(${params.json(cond.value)}))`;
+  return `(jsonb_typeof(${x}) = '${type}' and mdb.bson_key(${x}) ${cond.cmp} (select mdb.bson_key(${params.jsonValue(cond.value)})))`;
 }
 
 /**
@@ -313,6 +314,9 @@ const BRACKETS: Record<string, [string, string]> = {
   array: ["'\\x32'::bytea", "'\\x33'::bytea"],
 };
 
+/** Where the key columns cut keys (migration 0002's sort_key and the key columns). */
+const KEY_BYTES = 1024;
+
 /** Strings up to this many bytes have keys well under the 1,024-byte cut. */
 const EXACT_STRING_BYTES = 1000;
 
@@ -351,8 +355,7 @@ function bracketOf(v: Json): string {
 }
 
 function keyOf(idx: IndexedPath, params: Params, value: Json): string {
-  const k = `mdb.key(${params.json(value)})`;
-  return idx.truncated ? `substr(${k}, 1, 1024)` : k;
+  return params.key(value, idx.truncated ? KEY_BYTES : undefined);
 }
 
 /** Documents whose path crosses an array are found by any of their keys; `orMulti` otherwise. */

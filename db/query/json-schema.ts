@@ -562,7 +562,7 @@ class SchemaCompiler {
   }
 
   private names(names: string[]): string {
-    return `${this.p.text(toArrayLiteral(names))}::text[]`;
+    return this.p.typed(toArrayLiteral(names), 'text[]');
   }
 
   private check(c: Check, v: string): string {
@@ -577,7 +577,7 @@ class SchemaCompiler {
         return this.onType(
           v,
           'number',
-          `mod((${v})::numeric, ${this.p.text(String(c.divisor))}::numeric) = 0`,
+          `mod((${v})::numeric, ${this.p.typed(String(c.divisor), 'numeric')}) = 0`,
         );
       case 'stringLength':
         return this.onType(v, 'string', `char_length(${v} #>> '{}') ${c.op} ${this.p.int(c.n)}`);

@@ -214,7 +214,7 @@ class Chain {
           : ''
       }`;
     // The unwound value replaces the array; a preserved empty array leaves the field out, as MongoDB does.
-    const path = `${params.text(toArrayLiteral(stage.path))}::text[]`;
+    const path = params.typed(toArrayLiteral(stage.path), 'text[]');
     let doc = `case when u.v is not null then jsonb_set(x.doc, ${path}, u.v) when x.v = '[]'::jsonb then x.doc #- ${path} else x.doc end`;
     if (stage.index) {
       const tree = setFieldTree(stage.index);
@@ -282,7 +282,8 @@ function accumulatorSql(acc: Accumulator, a: string, params: Params): string {
       return 'to_jsonb(count(*))';
     case '$sum':
       // A constant number ({$sum: 1}) counts: no per-row arithmetic.
-      if (typeof constant === 'number') return `to_jsonb(count(*) * ${params.json(constant)}::numeric)`;
+      if (typeof constant === 'number')
+        return `to_jsonb(count(*) * ${params.typed(JSON.stringify(constant), 'numeric')})`;
       return `to_jsonb(coalesce(sum((${a})::numeric) filter (where jsonb_typeof(${a}) = 'number'), 0))`;
     case '$avg':
       return `to_jsonb((avg((${a})::numeric) filter (where jsonb_typeof(${a}) = 'number'))::float8)`;

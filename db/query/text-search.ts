@@ -191,13 +191,18 @@ function anyOf(terms: string[]): string {
 }
 
 function configRef(search: TextSearch, index: TextIndexRef, params: Params): string {
-  return `${params.text(search.config ?? index.config)}::regconfig`;
+  return params.typed(search.config ?? index.config, 'regconfig');
 }
 
 /** The query positive terms make: what the GIN index finds, and what the score ranks. */
 function positiveQuery(search: TextSearch, index: TextIndexRef, params: Params): string {
   // Words of negated phrases are no terms; with no positive term nothing matches (MongoDB).
-  return `to_tsquery(${configRef(search, index, params)}, mdb.fold_text(${params.text(anyOf(search.terms))}))`;
+  return tsquery(configRef(search, index, params), params.text(anyOf(search.terms)));
+}
+
+/** A tsquery made once per execution: as an expression of parameters, a generic plan would make it per row. */
+function tsquery(config: string, terms: string): string {
+  return `(select to_tsquery(${config}, mdb.fold_text(${terms})))`;
 }
 
 /** The SQL condition of a `$text` on the row's document. */
@@ -206,13 +211,13 @@ export function compileTextMatch(search: TextSearch, index: TextIndexRef, params
   const parts = [`${index.column} @@ ${positiveQuery(search, index, params)}`];
   if (search.negatedTerms.length > 0)
     parts.push(
-      `not (${index.column} @@ to_tsquery(${configRef(search, index, params)}, mdb.fold_text(${params.text(anyOf(search.negatedTerms))})))`,
+      `not (${index.column} @@ ${tsquery(configRef(search, index, params), params.text(anyOf(search.negatedTerms)))})`,
     );
   const walks =
     search.phrases.length + search.negatedPhrases.length > 0 ? params.jsonpathArray(index.walks) : '';
   const holds = (phrase: string) =>
     `exists (select 1 from unnest(mdb.text_strings(doc, ${walks})) as s(v)
-      where strpos(lower(mdb.fold_text(s.v)), lower(mdb.fold_text(${params.text(phrase)}))) > 0)`;
+      where strpos(lower(mdb.fold_text(s.v)), (select lower(mdb.fold_text(${params.text(phrase)})))) > 0)`;
   for (const phrase of search.phrases) parts.push(holds(phrase));
   for (const phrase of search.negatedPhrases) parts.push(`not ${holds(phrase)}`);
   return `(${parts.join(' and ')})`;
@@ -223,8 +228,8 @@ export function compileTextMatch(search: TextSearch, index: TextIndexRef, params
  * MongoDB's numbers, but the same intent: more of the terms, in heavier fields, scores higher.
  */
 export function compileTextScore(search: TextSearch, index: TextIndexRef, params: Params): string {
-  const weights = params.text(`{${index.rankWeights.join(',')}}`);
-  return `ts_rank(${weights}::float4[], ${index.column}, ${positiveQuery(search, index, params)})`;
+  const weights = params.typed(`{${index.rankWeights.join(',')}}`, 'float4[]');
+  return `ts_rank(${weights}, ${index.column}, ${positiveQuery(search, index, params)})`;
 }
 
 /** MongoDB's weights are 1 to 99,999 (exclusive bounds 0 and 100,000); a field without one weighs 1. */

@@ -118,7 +118,9 @@ describe.runIf(process.env.DATABASE_URL)('generic plans', () => {
     try {
       await conn.unsafe(`prepare generic_plan_test as ${s.text}`);
       await conn.unsafe('set plan_cache_mode = force_generic_plan');
-      const args = s.values.map((v) => `'${v.replaceAll("'", "''")}'`).join(', ');
+      const args = s.values
+        .map((v) => `'${(typeof v === 'string' ? v : `\\x${v.toString('hex')}`).replaceAll("'", "''")}'`)
+        .join(', ');
       const rows = await conn.unsafe<{ 'QUERY PLAN': string }[]>(
         `explain execute generic_plan_test${args ? `(${args})` : ''}`,
       );

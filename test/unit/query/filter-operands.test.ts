@@ -97,7 +97,7 @@ describe('SQL', () => {
       for (const indexed of [undefined, everyPathIndexed]) {
         const { sql } = compile(query, indexed);
         const stripped = sql
-          .replace(/\$\d+::(text::jsonb|jsonpath\[\]|jsonpath|jsonb|bigint|text)/g, '')
+          .replace(/\$\d+::(text::jsonb|jsonpath\[\]|jsonpath|jsonb|bigint|bytea|text\[\]|numeric|text)/g, '')
           .replace(/'\\x[0-9a-f]{2}'::bytea|'null'::jsonb/g, '')
           .replace(/"i1_0_[adm]"/g, '');
         expect(stripped).toMatch(/^[a-z_()., =<>\n*'0-9[\]:]*$/);
@@ -112,12 +112,14 @@ describe('SQL', () => {
       b: { $elemMatch: { $gte: { [s]: [s] }, $eq: { [s]: 1 } } },
     });
     expect(sql).not.toContain('drop');
-    expect(params.filter((p) => p.includes('drop')).length).toBeGreaterThanOrEqual(4);
+    expect(params.filter((p) => typeof p === 'string' && p.includes('drop')).length).toBeGreaterThanOrEqual(
+      4,
+    );
   });
 
   it('compares documents and arrays with mdb.bson_key, the operand bound as a parameter', () => {
     const { sql, params } = compile({ a: { $gt: { secret: 'x' } } });
-    expect(sql).toContain("jsonb_typeof(t1.v) = 'object' and mdb.bson_key(t1.v) > mdb.bson_key($");
+    expect(sql).toContain("jsonb_typeof(t1.v) = 'object' and mdb.bson_key(t1.v) > (select mdb.bson_key($");
     expect(sql).not.toContain('secret');
     expect(params).toContain('{"secret":"x"}');
   });
@@ -135,8 +137,8 @@ describe('SQL', () => {
 
   it('a value-form $elemMatch compares its elements with objects and arrays in SQL', () => {
     const { sql } = compile({ a: { $elemMatch: { $eq: { x: 1 }, $lt: [2] } } });
-    expect(sql).toContain('(e1.v = $');
-    expect(sql).toContain("jsonb_typeof(e1.v) = 'array' and mdb.bson_key(e1.v) < mdb.bson_key($");
+    expect(sql).toContain('(e1.v = (select $');
+    expect(sql).toContain("jsonb_typeof(e1.v) = 'array' and mdb.bson_key(e1.v) < (select mdb.bson_key($");
   });
 
   it('$mod skips numbers beyond 2^53 in size, whose stored decimals are not their doubles', () => {

@@ -21,7 +21,11 @@ const app = Fastify({ logger: false, bodyLimit: 64 * 1024 * 1024 });
 app.post<{ Params: { name: string }; Body: { v: unknown[] } }>('/q/:name', async (request) => {
   const text = config.statements[request.params.name];
   if (!text) throw new Error(`no statement ${request.params.name}`);
-  const rows = await sql.unsafe(text, request.body.v as never[]);
+  // Keys come as {"bytea": hex} (run.ts `wire`), everything else as text.
+  const values = request.body.v.map((x) =>
+    typeof x === 'object' && x !== null && 'bytea' in x ? Buffer.from(String(x.bytea), 'hex') : x,
+  );
+  const rows = await sql.unsafe(text, values as never[]);
   return { result: rows.map((r) => (r as { doc?: unknown }).doc ?? r) };
 });
 

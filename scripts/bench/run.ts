@@ -773,10 +773,17 @@ interface Results {
   workers: { name: string; one: Figures; many: Figures }[];
 }
 
+/** A statement's bound value: text, or key bytes (db/query/params.ts binds keys as bytea). */
+type Bound = string | Buffer;
+/** A bound value as JSON carries it to the baseline server (baseline.ts turns `bytea` back into bytes). */
+type Wire = string | { bytea: string };
+const wire = (values: Bound[]): Wire[] =>
+  values.map((v) => (typeof v === 'string' ? v : { bytea: v.toString('hex') }));
+
 /** The SQL our compiler produces for each scenario, and each variant's bound values: what the baseline runs. */
 interface Captured {
   statements: Record<string, string>;
-  values: Map<string, string[][]>;
+  values: Map<string, Wire[][]>;
 }
 
 /** A workplace name of letters only, unlikely to meet one that exists. */
@@ -843,14 +850,14 @@ async function seedWorkplace(workplace: string): Promise<void> {
  * ORDER BY keys the API selects for its cursor and the row past the limit that says whether more
  * remain.
  */
-function handWrittenRead(st: { text: string; values: string[] }): { text: string; values: string[] } {
+function handWrittenRead(st: { text: string; values: Bound[] }): { text: string; values: Bound[] } {
   // A read that pins `_id` already runs as a hand-written server would.
   if (st.text.startsWith('select doc from ')) return st;
   const limit = /limit \$(\d+)(::bigint)?$/.exec(st.text);
   if (!limit || !st.text.startsWith('select doc, ')) throw new Error(`unexpected read statement: ${st.text}`);
   const values = [...st.values];
   const i = Number(limit[1]) - 1;
-  values[i] = String(Number(values[i]) - 1);
+  values[i] = String(Number(values[i] as string) - 1);
   return { text: st.text.replace(/^select doc, .*? from /, 'select doc from '), values };
 }
 
@@ -860,14 +867,14 @@ function handWrittenRead(st: { text: string; values: string[] }): { text: string
  */
 async function captureStatements(sql: postgres.Sql, workplace: string): Promise<Captured> {
   const statements: Record<string, string> = {};
-  const values = new Map<string, string[][]>();
+  const values = new Map<string, Wire[][]>();
   for (const size of ['small', 'large'] as const) {
     const lookup = await findCollection(sql, workplace, size);
     if (!lookup.workplace || !lookup.found) throw new Error(`no collection ${size}`);
     const c = lookup.found;
     const n = size === 'small' ? SMALL : LARGE;
     for (const s of READS) {
-      const vs: string[][] = [];
+      const vs: Wire[][] = [];
       for (let i = 0; i < VARIANTS; i++) {
         const b = s.body(i, n);
         const filter = parseFilter(b.query);
@@ -881,18 +888,18 @@ async function captureStatements(sql: postgres.Sql, workplace: string): Promise<
         if (statements[key] !== undefined && statements[key] !== st.text)
           throw new Error(`${key}: the SQL varies`);
         statements[key] = st.text;
-        vs.push(st.values);
+        vs.push(wire(st.values));
       }
       values.set(`${size}:${s.name}`, vs);
     }
     if (size === 'large') {
       // updateMany: the compiler's WHERE, and the change as one SQL UPDATE.
-      const vs: string[][] = [];
+      const vs: Wire[][] = [];
       for (let k = 0; k < VARIANTS; k++) {
         const st = countStatement(c, parseFilter({ bucket: k % partitions(LARGE, UPDATE_MATCHES) }));
         const where = st.text.slice(st.text.indexOf(' where ') + 7);
         statements.update = `update ${c.table} set doc = jsonb_set(doc, '{n}', to_jsonb(coalesce((doc->>'n')::numeric, 0) + 1)) where ${where}`;
-        vs.push(st.values);
+        vs.push(wire(st.values));
       }
       values.set('update', vs);
     }
@@ -900,7 +907,7 @@ async function captureStatements(sql: postgres.Sql, workplace: string): Promise<
   const large = await findCollection(sql, workplace, 'large');
   if (!large.workplace || !large.found) throw new Error('no collection large');
   // findOneAndUpdate as one hand-written statement: lock the first match, change it, return it.
-  const vs: string[][] = [];
+  const vs: Wire[][] = [];
   for (let i = 0; i < VARIANTS; i++) {
     const b = findOneAndUpdateBody(i, LARGE);
     // The compiler's WHERE and ORDER BY, as the API's locked read of the first match uses them.
@@ -909,7 +916,7 @@ async function captureStatements(sql: postgres.Sql, workplace: string): Promise<
     const orderBy = orderByText(compileOrderKeys(parseSort(b.sort), { indexed: large.found.paths }, params));
     const first = `select id from ${large.found.table} where ${where} order by ${orderBy} limit 1`;
     statements.findOneAndUpdate = `update ${large.found.table} set doc = jsonb_set(doc, '{n}', to_jsonb(coalesce((doc->>'n')::numeric, 0) + 1)) where id = (${first} for update) returning jsonb_build_object('_id', doc->'_id', 'n', doc->'n') as doc`;
-    vs.push(params.values);
+    vs.push(wire(params.values));
   }
   values.set('findOneAndUpdate', vs);
   const bulk = await findCollection(sql, workplace, 'bulkbase');

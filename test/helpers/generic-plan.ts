@@ -11,7 +11,7 @@ import type { ReservedSql } from 'postgres';
  * row, and which once per scan (an index scan's conditions, a function scan's call), unless the
  * node is scanned again for each outer row (the inner side of a nested loop, a subplan that is
  * not hashed). An InitPlan, and a Result with no input, run once per execution: work there is
- * paid once.
+ * paid once; so is the per-row work of an index scan that finds at most one row by a unique key.
  */
 export interface PerRowWork {
   node: string;
@@ -20,7 +20,7 @@ export interface PerRowWork {
   expression: string;
 }
 
-interface PlanNode {
+export interface PlanNode {
   'Node Type': string;
   'Parent Relationship'?: string;
   'Subplan Name'?: string;
@@ -90,11 +90,62 @@ function runsOnce(node: PlanNode): boolean {
   return false;
 }
 
-export function perRowParameterWork(root: PlanNode): PerRowWork[] {
+/** Unique indexes, by `schema.name`, with the columns of their keys. */
+export type UniqueIndexes = Map<string, string[]>;
+
+/**
+ * The database's unique indexes on columns (not expressions), enforced at once (not deferrable):
+ * a scan that pins every column of such a key to one value finds at most one row.
+ */
+export async function uniqueIndexes(conn: ReservedSql): Promise<UniqueIndexes> {
+  const rows = await conn.unsafe<{ schema: string; name: string; columns: string[] }[]>(
+    `select n.nspname as schema, c.relname as name, array_agg(a.attname::text order by k.n) as columns
+     from pg_index i
+     join pg_class c on c.oid = i.indexrelid
+     join pg_namespace n on n.oid = c.relnamespace
+     cross join lateral unnest(i.indkey::int2[]) with ordinality as k (attnum, n)
+     left join pg_attribute a on a.attrelid = i.indrelid and a.attnum = k.attnum
+     where i.indisunique and i.indimmediate and k.n <= i.indnkeyatts
+     group by n.nspname, c.relname
+     having bool_and(k.attnum > 0)`,
+  );
+  return new Map(rows.map((r) => [`${r.schema}.${r.name}`, r.columns]));
+}
+
+/** `col = $n` or `col = constant`, as an index condition's term reads (`(c.client_id = $1)`). */
+const PINNED = /^\(?(?:[a-z_]\w*\.)?([a-z_]\w*) = (?:\$\d+|'(?:[^']|'')*'(?:::[a-z_][\w ]*)?|\d+)\)?$/i;
+
+/**
+ * An index scan whose conditions pin every key column of a unique index by equality returns at
+ * most one row each time it is scanned (an update or delete by primary key): what it evaluates
+ * "per row" is evaluated at most once per scan, as a custom plan would fold it once. Its per-row
+ * fields are then searched only where its scan is repeated (see perRowParameterWork).
+ */
+function atMostOneRow(node: PlanNode, unique: UniqueIndexes): boolean {
+  if (node['Node Type'] !== 'Index Scan' && node['Node Type'] !== 'Index Only Scan') return false;
+  const columns = unique.get(`${node.Schema}.${node['Index Name']}`);
+  const condition = node['Index Cond'];
+  if (!columns || typeof condition !== 'string') return false;
+  const pinned = new Set<string>();
+  for (const term of condition.replace(/^\((.*)\)$/, '$1').split(') AND (')) {
+    const m = PINNED.exec(term);
+    if (m?.[1]) pinned.add(m[1]);
+  }
+  return columns.every((c) => pinned.has(c));
+}
+
+/**
+ * `unique`: the database's unique indexes (uniqueIndexes), so that a scan that finds at most one
+ * row is not taken for per-row work; without them, every scan's per-row fields are searched.
+ */
+export function perRowParameterWork(root: PlanNode, unique: UniqueIndexes = new Map()): PerRowWork[] {
   const all = JSON.stringify(root);
   const found: PerRowWork[] = [];
   const visit = (node: PlanNode, rescanned: boolean) => {
-    const fields = runsOnce(node) ? [] : [...PER_ROW, ...(rescanned ? PER_SCAN : [])];
+    const once = atMostOneRow(node, unique);
+    const fields = runsOnce(node)
+      ? []
+      : [...(once && !rescanned ? [] : PER_ROW), ...(rescanned ? PER_SCAN : [])];
     for (const field of fields) {
       const value = node[field];
       const texts = Array.isArray(value) ? value : value === undefined ? [] : [value];

@@ -67,6 +67,6 @@ export async function clearLoginAttempts(sql: Sql, workplaceId: string, account:
 export async function purgeExpiredLoginAttempts(sql: Sql, windowSeconds: number): Promise<void> {
   await sql`
     delete from login_attempts
-    where window_start < now() - make_interval(secs => ${windowSeconds})
+    where window_start < (select now() - make_interval(secs => ${windowSeconds}))
       and (locked_until is null or locked_until < now())`;
 }

@@ -45,7 +45,7 @@ export function publishedKeys(sql: Sql, workplaceId: string, keepSeconds: number
   return sql<KeyRow[]>`
     select k.id::text as id, k.kid, k.private_jwk, k.retired_at from oidc_keys k
     where k.workplace_id = ${workplaceId}
-      and (k.retired_at is null or k.retired_at > now() - make_interval(secs => ${keepSeconds}))
+      and (k.retired_at is null or k.retired_at > (select now() - make_interval(secs => ${keepSeconds})))
     order by k.id desc`;
 }
 
@@ -155,6 +155,6 @@ export function publishedKeyList(
   return sql<PublicKeyRow[]>`
     select kid, created_at, retired_at from oidc_keys
     where workplace_id = ${workplaceId}
-      and (retired_at is null or retired_at > now() - make_interval(secs => ${keepSeconds}))
+      and (retired_at is null or retired_at > (select now() - make_interval(secs => ${keepSeconds})))
     order by id desc`;
 }

@@ -530,6 +530,10 @@ export interface UpdateOutcome {
 export async function updateDocuments(sql: Sql, c: CollectionRef, plan: UpdatePlan): Promise<UpdateOutcome> {
   for (let attempt = 1; ; attempt++) {
     try {
+      if (plan.single) {
+        const outcome = await retryingConflicts(() => updateFirst(sql, c, plan));
+        if (outcome) return outcome;
+      }
       return await retryingConflicts(() => sql.begin((tx) => updateIn(tx, c, plan)));
     } catch (err) {
       if ((err as { code?: string }).code !== '23505') throw err;
@@ -572,21 +576,81 @@ async function lockFirst(
   filter: Filter,
   sort: SortKey[],
 ): Promise<JsonObject | undefined> {
-  const params = new Params();
-  const choice = indexesFor(c, filter);
-  const where = choice.predicate + compileFilter(filter, { params, indexed: choice.indexed, text: c.text });
-  const orderBy = orderByText(
-    compileOrderKeys(sort, { ...choice, textScore: textScoreOf(c, filter, params) }, params),
-  );
-  const text = `select doc from ${c.table} where ${where} order by ${orderBy}${guardedLimit(c, '1')}`;
-  const locking = shared(c, `${text} for update`, params.values);
-  const first = shared(c, text, params.values);
+  const locking = firstStatement(c, filter, sort, true);
+  const first = firstStatement(c, filter, sort, false);
   for (;;) {
     const [row] = await tx.unsafe<{ doc: JsonObject }[]>(locking.text, locking.values, locking.options);
     if (row) return row.doc;
     const [exists] = await tx.unsafe<{ doc: JsonObject }[]>(first.text, first.values, first.options);
     if (!exists) return undefined;
   }
+}
+
+/**
+ * The statement that reads the first document matching `filter` in `sort` order, with the version
+ * of its row (`xmin`, the transaction that wrote it), and takes a row lock when `locking`.
+ */
+function firstStatement(c: CollectionRef, filter: Filter, sort: SortKey[], locking: boolean): Statement {
+  const params = new Params();
+  const choice = indexesFor(c, filter);
+  const where = choice.predicate + compileFilter(filter, { params, indexed: choice.indexed, text: c.text });
+  const orderBy = orderByText(
+    compileOrderKeys(sort, { ...choice, textScore: textScoreOf(c, filter, params) }, params),
+  );
+  const columns = locking ? 'doc' : 'doc, xmin::text as v';
+  const lock = locking ? ' for update' : '';
+  return shared(
+    c,
+    `select ${columns} from ${c.table} where ${where} order by ${orderBy}${guardedLimit(c, '1')}${lock}`,
+    params.values,
+  );
+}
+
+/** How often updateFirst reads again after the document changed under it before it takes locks. */
+const OPTIMISTIC_ATTEMPTS = 3;
+
+/**
+ * A single-document update without a transaction: the first match is read with its row version,
+ * the new document computed, and written back only if the row is still that version (a
+ * compare-and-set on `xmin`, which every write of the row changes; PostgreSQL rechecks it on the
+ * newest version when the row was written meanwhile). Two statements where a transaction takes
+ * four (BEGIN, a locking read, the write, COMMIT), each a round trip to the database, and no row
+ * lock is written for a document that does not change. When the document changed between the read
+ * and the write, it reads again; after OPTIMISTIC_ATTEMPTS, and for an upsert that found nothing,
+ * it answers undefined and the transaction of updateIn decides, taking locks.
+ */
+async function updateFirst(sql: Sql, c: CollectionRef, plan: UpdatePlan): Promise<UpdateOutcome | undefined> {
+  const read = firstStatement(c, plan.filter, plan.sort ?? [], false);
+  for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
+    const [row] = await sql.unsafe<{ doc: JsonObject; v: string }[]>(read.text, read.values, read.options);
+    if (!row) {
+      if (plan.upsert) return undefined;
+      return { matchedCount: 0, modifiedCount: 0, ...(plan.returning ? { document: null } : {}) };
+    }
+    const before = row.doc;
+    let after = plan.apply(before);
+    const modified = plan.modified(before, after);
+    if (modified) after = prepareDocument(after);
+    const outcome: UpdateOutcome = { matchedCount: 1, modifiedCount: modified ? 1 : 0 };
+    // Before the write, so that an error there writes nothing.
+    if (plan.returning) {
+      const { which, project } = plan.returning;
+      outcome.document = project(which === 'before' ? idFirst(before) : after);
+    }
+    if (!modified) return outcome;
+    const params = new Params();
+    const key = params.key(before._id as Json);
+    const doc = params.json(after);
+    const version = params.typed(row.v, 'xid');
+    const write = shared(
+      c,
+      trackingMultikey(c, `update ${c.table} set doc = ${doc} where id = ${key} and xmin = ${version}`),
+      params.values,
+    );
+    const [written] = await sql.unsafe<{ n: string }[]>(write.text, write.values, write.options);
+    if (Number(written?.n ?? 0) === 1) return outcome;
+  }
+  return undefined;
 }
 
 async function matching(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan): Promise<JsonObject[]> {
@@ -688,7 +752,7 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
 
 /**
  * Deletes the first document matching `filter` in `sort` order, and returns it as `project` makes
- * it, before the transaction commits: an error there deletes nothing.
+ * it, before it is deleted: an error there deletes nothing.
  */
 export async function deleteOneDocument(
   sql: Sql,
@@ -697,6 +761,24 @@ export async function deleteOneDocument(
   sort: SortKey[],
   project: (doc: JsonObject) => JsonObject = (doc) => doc,
 ): Promise<JsonObject | undefined> {
+  // As updateFirst: the first match is deleted if its row is still the version read, in two
+  // statements; after OPTIMISTIC_ATTEMPTS changes under it, in a transaction that locks it.
+  const read = firstStatement(c, filter, sort, false);
+  for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
+    const [row] = await retryingConflicts(() =>
+      sql.unsafe<{ doc: JsonObject; v: string }[]>(read.text, read.values, read.options),
+    );
+    if (!row) return undefined;
+    const projected = project(idFirst(row.doc));
+    const params = new Params();
+    const s = shared(
+      c,
+      `delete from ${c.table} where id = ${params.key(row.doc._id as Json)} and xmin = ${params.typed(row.v, 'xid')}`,
+      params.values,
+    );
+    const deleted = await retryingConflicts(() => sql.unsafe(s.text, s.values, s.options));
+    if (deleted.count === 1) return projected;
+  }
   return retryingConflicts(() =>
     sql.begin(async (tx) => {
       const doc = await lockFirst(tx, c, filter, sort);

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { type CollectionRef, guardedLimit, indexesFor, trackingMultikey } from './collections.js';
 import { idFirstJsonbBytes } from './jsonb-id-first.js';
+import { keyArrayLiteral } from './query/bson-key.js';
 import { keysetPredicate } from './query/cursor.js';
 import { type DocumentId, isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
 import { type Filter, pinsOneId, textSearchOf } from './query/filter-ast.js';
-import { compileFilter } from './query/filter-sql.js';
+import { compileFilter, EXACT_STRING_BYTES } from './query/filter-sql.js';
 import { idFirst } from './query/json.js';
 import { Params } from './query/params.js';
 import { type FieldPath, rootNavs } from './query/path.js';
@@ -163,10 +164,13 @@ export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false)
   const score = textScoreOf(c, o.filter, params);
   const order = compileOrderKeys(o.sort, { ...columns, textScore: score }, params);
   const keyset = o.after ? `(${keysetPredicate(order, o.after, params)}) and ` : '';
-  const guard = guarded && columns.dependsOnCatalog;
-  // A filter that pins `_id` matches at most one document, so no page can follow: the lookup by
-  // `_id`, the most frequent read, runs without the keys and the extra row.
-  const single = pinsOneId(o.filter);
+  // A filter that pins `_id`, or every field of a unique index, matches at most one document, so
+  // no page can follow: the lookups users send most run without the keys and the extra row.
+  const byIndex = pinsUniqueIndex(c, o.filter);
+  const single = byIndex || pinsOneId(o.filter);
+  // A unique index is one only while no document holds an array on its paths (its btree leaves
+  // those out), which the catalog says and the guard checks.
+  const guard = guarded && (columns.dependsOnCatalog || byIndex);
   const keys =
     (single ? '' : `, ${order.map((k, i) => `${k.sql} as k${i}`).join(', ')}`) +
     (o.textScore && score ? `, ${score()} as s` : '');
@@ -177,6 +181,32 @@ export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false)
   const offset = o.skip > 0 ? ` offset ${params.int(o.skip)}` : '';
   const text = `select doc${keys} from ${c.table} where ${keyset}${where} order by ${orderByText(order)}${offset}${limitClause(c, guard, params.int(limit))}`;
   return shared(c, text, params.values);
+}
+
+/**
+ * Whether the filter's top-level conditions pin every field of a unique index to one exact key: an
+ * index that is not multikey (its unique btree holds every document then), neither partial nor
+ * sparse, and values whose keys are exact (numbers, booleans, strings of up to EXACT_STRING_BYTES).
+ */
+function pinsUniqueIndex(c: CollectionRef, filter: Filter): boolean {
+  const pinned = new Set<string>();
+  for (const f of filter.kind === 'and' ? filter.children : [filter]) {
+    if (f.kind !== 'field' || f.cond.op !== 'eq') continue;
+    const v = f.cond.value;
+    const exact =
+      typeof v === 'number' ||
+      typeof v === 'boolean' ||
+      (typeof v === 'string' && Buffer.byteLength(v) <= EXACT_STRING_BYTES);
+    if (exact) pinned.add(f.path.text);
+  }
+  if (pinned.size === 0) return false;
+  return c.indexes.some(
+    (ix) =>
+      ix.is_unique &&
+      !ix.multikey &&
+      !c.partial.some((p) => p.row === ix) &&
+      ix.key.every(([path, dir]) => dir !== 'text' && pinned.has(path)),
+  );
 }
 
 export function countStatement(c: CollectionRef, filter: Filter, guarded = false): Statement {
@@ -417,22 +447,29 @@ export async function insertDocuments(
   return prepared.map((d) => d._id as DocumentId);
 }
 
+/** The keys of the documents' ids as one bound array (keyArrayLiteral). */
+function idKeys(prepared: JsonObject[]): string {
+  return keyArrayLiteral(prepared.map((d) => d._id as Json));
+}
+
 function insertSerialized(c: CollectionRef, prepared: JsonObject[]): Statement {
   return shared(
     c,
     trackingMultikey(
       c,
-      `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from jsonb_array_elements($1::text::jsonb) as d`,
+      `insert into ${c.table} (id, doc) select coalesce(k, mdb.key(d -> '_id')), d
+        from rows from (jsonb_array_elements($1::text::jsonb), unnest($2::bytea[])) as a (d, k)`,
     ),
-    [JSON.stringify(prepared)],
+    [JSON.stringify(prepared), idKeys(prepared)],
   );
 }
 
 /**
  * The documents come from the text; those sent without `_id` get the one prepareDocument gave them
- * (by position, null for the others). ROWS FROM walks the documents and the ids side by side, each
- * array parsed once: an id picked from the parameter by position in the select list was parsed
- * again for every row under the generic plan of the prepared statement.
+ * (by position, null for the others). ROWS FROM walks the documents, the generated ids and the
+ * keys of all ids side by side, each array parsed once: an id picked from the parameter by
+ * position in the select list was parsed again for every row under the generic plan of the
+ * prepared statement.
  */
 function insertVerbatim(
   c: CollectionRef,
@@ -451,11 +488,12 @@ function insertVerbatim(
     c,
     trackingMultikey(
       c,
-      `insert into ${c.table} (id, doc) select mdb.key(d -> '_id'), d from (
-        select case when e ? '_id' then e else jsonb_build_object('_id', g) || e end
-        from rows from (jsonb_array_elements($1::text::jsonb -> $2::text), jsonb_array_elements($3::text::jsonb)) as a (e, g)) as x (d)`,
+      `insert into ${c.table} (id, doc) select coalesce(k, mdb.key(d -> '_id')), d from (
+        select case when e ? '_id' then e else jsonb_build_object('_id', g) || e end, k
+        from rows from (jsonb_array_elements($1::text::jsonb -> $2::text), jsonb_array_elements($3::text::jsonb),
+                        unnest($4::bytea[])) as a (e, g, k)) as x (d, k)`,
     ),
-    [verbatim.text, verbatim.member, generated ? JSON.stringify(given) : '[]'],
+    [verbatim.text, verbatim.member, generated ? JSON.stringify(given) : '[]', idKeys(prepared)],
   );
 }
 

@@ -318,7 +318,7 @@ const BRACKETS: Record<string, [string, string]> = {
 const KEY_BYTES = 1024;
 
 /** Strings up to this many bytes have keys well under the 1,024-byte cut. */
-const EXACT_STRING_BYTES = 1000;
+export const EXACT_STRING_BYTES = 1000;
 
 /**
  * Whether a value's key stands for it exactly: numbers (documents hold doubles, as the keys do),

@@ -45,3 +45,15 @@ function numberKey(n: number): Buffer {
   else key[1] = (key[1] as number) ^ 0x80;
   return key;
 }
+
+/**
+ * A PostgreSQL `bytea[]` literal of the keys of `values` (scalarKey), NULL where the database must
+ * compute one: bound as one parameter, so that a statement writing many documents calls mdb.key
+ * only for ids that are objects or arrays.
+ */
+export function keyArrayLiteral(values: Json[]): string {
+  return `{${values.map((v) => {
+    const key = scalarKey(v);
+    return key ? `"\\\\x${key.toString('hex')}"` : 'NULL';
+  })}}`;
+}

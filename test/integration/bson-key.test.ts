@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { scalarKey } from '../../db/query/bson-key.js';
+import { keyArrayLiteral, scalarKey } from '../../db/query/bson-key.js';
 import type { Json } from '../../db/query/errors.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
@@ -86,6 +86,18 @@ describe('keys computed in TypeScript', () => {
       ),
       { numRuns: 40 },
     );
+  });
+
+  it('reach the database as one bytea[] parameter, NULL where the database computes the key', async () => {
+    const values: Json[] = [...EDGES, { a: 1 }, [1, 2]];
+    const rows = await t.sql.unsafe<{ k: Buffer | null }[]>(
+      'select k from unnest($1::bytea[]) with ordinality as a (k, n) order by n',
+      [keyArrayLiteral(values)],
+    );
+    expect(rows.map((r) => r.k?.toString('hex') ?? null)).toEqual(
+      values.map((v) => scalarKey(v)?.toString('hex') ?? null),
+    );
+    expect(rows.at(-1)?.k).toBeNull();
   });
 
   it('leave objects, arrays and strings jsonb refuses to the database', () => {

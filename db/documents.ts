@@ -735,13 +735,12 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
   }
   if (docs.length === 0 && plan.upsert) {
     const doc = prepareDocument(plan.upsert.document());
+    const params = new Params();
+    const key = params.key(doc._id as Json);
     const s = shared(
       c,
-      trackingMultikey(
-        c,
-        `insert into ${c.table} (id, doc) values (mdb.key($1::text::jsonb -> '_id'), $1::text::jsonb)`,
-      ),
-      [JSON.stringify(doc)],
+      trackingMultikey(c, `insert into ${c.table} (id, doc) values (${key}, ${params.json(doc)})`),
+      params.values,
     );
     await tx.unsafe(s.text, s.values, s.options);
     return {
@@ -766,15 +765,17 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
     after ??= next;
   }
   for (let i = 0; i < changed.length; i += WRITE_BATCH) {
+    const batch = changed.slice(i, i + WRITE_BATCH);
     const s = shared(
       c,
       trackingMultikey(
         c,
         `update ${c.table} as t set doc = u.d
-             from (select mdb.key(x -> '_id') as k, x as d from jsonb_array_elements($1::text::jsonb) as x) as u
+             from (select coalesce(k, mdb.key(x -> '_id')) as k, x as d
+                   from rows from (jsonb_array_elements($1::text::jsonb), unnest($2::bytea[])) as a (x, k)) as u
              where t.id = u.k`,
       ),
-      [JSON.stringify(changed.slice(i, i + WRITE_BATCH))],
+      [JSON.stringify(batch), idKeys(batch)],
     );
     await tx.unsafe(s.text, s.values, s.options);
   }

@@ -5,7 +5,7 @@ import { expect } from 'vitest';
 import { buildApp } from '../../app.js';
 import { migrate } from '../../db/migrate.js';
 import type { Sql } from '../../db/sql.js';
-import { type Browser, formAction } from '../../scripts/browser.js';
+import { type Browser, formAction, hiddenInputs } from '../../scripts/browser.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
 import { openTestDatabase, randomName } from './app.js';
 
@@ -233,4 +233,28 @@ export async function signInPages(browser: Browser, authUrl: URL, password = PAS
 /** Signs in on the login page and allows on the consent page; returns where the browser lands. */
 export async function signIn(browser: Browser, authUrl: URL, password = PASSWORD): Promise<URL> {
   return (await signInPages(browser, authUrl, password)).callback;
+}
+
+/**
+ * Signs out through the end-session endpoint of the provider at `base`, confirming on its page;
+ * returns where the browser lands.
+ */
+export async function signOut(
+  config: oidc.Configuration,
+  browser: Browser,
+  idToken: string,
+  to: string,
+  base: string,
+): Promise<URL | undefined> {
+  const url = oidc.buildEndSessionUrl(config, { id_token_hint: idToken, post_logout_redirect_uri: to });
+  const confirm = await browser.follow(url.href, base);
+  const html = await (confirm.page as Response).text();
+  const done = await browser.request(formAction(html, confirm.url), {
+    form: { ...hiddenInputs(html), logout: 'yes' },
+  });
+  const landed = await browser.follow(
+    new URL(done.headers.get('location') as string, confirm.url).href,
+    base,
+  );
+  return landed.left;
 }

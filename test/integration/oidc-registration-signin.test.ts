@@ -7,11 +7,10 @@ import {
   authorizationRequest,
   Browser,
   discover,
-  formAction,
-  hiddenInputs,
   type LiveServer,
   REDIRECT,
   signInPages,
+  signOut,
   startLiveServer,
   type Tenant,
   tenantKit,
@@ -323,21 +322,6 @@ const ROWS: Row[] = [
   },
 ];
 
-/** Signs out through the end-session endpoint, confirming on the provider's page. */
-async function signOut(config: oidc.Configuration, browser: Browser, idToken: string, to: string) {
-  const url = oidc.buildEndSessionUrl(config, { id_token_hint: idToken, post_logout_redirect_uri: to });
-  const confirm = await browser.follow(url.href, server.base);
-  const html = await (confirm.page as Response).text();
-  const done = await browser.request(formAction(html, confirm.url), {
-    form: { ...hiddenInputs(html), logout: 'yes' },
-  });
-  const landed = await browser.follow(
-    new URL(done.headers.get('location') as string, confirm.url).href,
-    server.base,
-  );
-  return landed.left;
-}
-
 describe('every registration the route accepts signs in and refreshes', () => {
   it.each(ROWS.map((row) => [row.label, row] as const))('%s', async (_label, row) => {
     const body = { redirect_uris: [REDIRECT], ...row.body };
@@ -386,7 +370,7 @@ describe('every registration the route accepts signs in and refreshes', () => {
     expect(info.sub).toBe('u-ada');
 
     if (row.logout) {
-      const landed = await signOut(config, browser, tokens.id_token as string, row.logout);
+      const landed = await signOut(config, browser, tokens.id_token as string, row.logout, server.base);
       expect(landed?.href.startsWith(row.logout), landed?.href).toBe(true);
     }
   });

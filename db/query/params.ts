@@ -54,8 +54,7 @@ export class Params {
   key(value: Json, cut?: number): string {
     const key = scalarKey(value);
     if (key) return this.bytes(cut !== undefined && key.length > cut ? key.subarray(0, cut) : key);
-    this.values.push(JSON.stringify(value));
-    const k = `mdb.key($${this.values.length}::text::jsonb)`;
+    const k = `mdb.key(${this.jsonValue(value)})`;
     return `(select ${cut !== undefined ? `substr(${k}, 1, ${cut})` : k})`;
   }
 

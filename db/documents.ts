@@ -5,7 +5,7 @@ import { keyArrayLiteral } from './query/bson-key.js';
 import { keysetPredicate } from './query/cursor.js';
 import { type DocumentId, isPlainObject, type Json, type JsonObject, QueryError } from './query/errors.js';
 import { type Filter, pinsOneId, textSearchOf } from './query/filter-ast.js';
-import { compileFilter, EXACT_STRING_BYTES } from './query/filter-sql.js';
+import { compileFilter, keyIsExact } from './query/filter-sql.js';
 import { idFirst } from './query/json.js';
 import { Params } from './query/params.js';
 import { type FieldPath, rootNavs } from './query/path.js';
@@ -186,18 +186,14 @@ export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false)
 /**
  * Whether the filter's top-level conditions pin every field of a unique index to one exact key: an
  * index that is not multikey (its unique btree holds every document then), neither partial nor
- * sparse, and values whose keys are exact (numbers, booleans, strings of up to EXACT_STRING_BYTES).
+ * sparse, and values other than null whose keys are exact in its (cut) key columns.
  */
 function pinsUniqueIndex(c: CollectionRef, filter: Filter): boolean {
   const pinned = new Set<string>();
   for (const f of filter.kind === 'and' ? filter.children : [filter]) {
     if (f.kind !== 'field' || f.cond.op !== 'eq') continue;
     const v = f.cond.value;
-    const exact =
-      typeof v === 'number' ||
-      typeof v === 'boolean' ||
-      (typeof v === 'string' && Buffer.byteLength(v) <= EXACT_STRING_BYTES);
-    if (exact) pinned.add(f.path.text);
+    if (v !== null && keyIsExact({ truncated: true }, v)) pinned.add(f.path.text);
   }
   if (pinned.size === 0) return false;
   return c.indexes.some(
@@ -644,6 +640,11 @@ function firstStatement(c: CollectionRef, filter: Filter, sort: SortKey[], locki
   );
 }
 
+/** The condition that holds for the row of `doc` while it is still the version `v` (firstStatement). */
+function atVersion(params: Params, doc: JsonObject, v: string): string {
+  return `id = ${params.key(doc._id as Json)} and xmin = ${params.typed(v, 'xid')}`;
+}
+
 /** How often updateFirst reads again after the document changed under it before it takes locks. */
 const OPTIMISTIC_ATTEMPTS = 3;
 
@@ -677,12 +678,10 @@ async function updateFirst(sql: Sql, c: CollectionRef, plan: UpdatePlan): Promis
     }
     if (!modified) return outcome;
     const params = new Params();
-    const key = params.key(before._id as Json);
     const doc = params.json(after);
-    const version = params.typed(row.v, 'xid');
     const write = shared(
       c,
-      trackingMultikey(c, `update ${c.table} set doc = ${doc} where id = ${key} and xmin = ${version}`),
+      trackingMultikey(c, `update ${c.table} set doc = ${doc} where ${atVersion(params, before, row.v)}`),
       params.values,
     );
     const [written] = await sql.unsafe<{ n: string }[]>(write.text, write.values, write.options);
@@ -810,11 +809,7 @@ export async function deleteOneDocument(
     if (!row) return undefined;
     const projected = project(idFirst(row.doc));
     const params = new Params();
-    const s = shared(
-      c,
-      `delete from ${c.table} where id = ${params.key(row.doc._id as Json)} and xmin = ${params.typed(row.v, 'xid')}`,
-      params.values,
-    );
+    const s = shared(c, `delete from ${c.table} where ${atVersion(params, row.doc, row.v)}`, params.values);
     const deleted = await retryingConflicts(() => sql.unsafe(s.text, s.values, s.options));
     if (deleted.count === 1) return projected;
   }

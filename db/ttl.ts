@@ -72,8 +72,9 @@ export async function sweepExpired(
  * Deletes one batch of the expired documents of one TTL index, oldest first, as the btree over
  * t<id> gives them ($1: the index's seconds, $2: the batch size); exported so tests can EXPLAIN
  * it. The cutoff is a sub-select, computed once per execution rather than per row by the generic
- * plan of the prepared statement. The rows are found by their physical address (a TID scan), which they keep while this
- * transaction holds their lock: cheaper than looking each up again by `id`.
+ * plan of the prepared statement. The rows are found by their physical address (a TID scan),
+ * which they keep while this transaction holds their lock: cheaper than looking each up again by
+ * `id`.
  */
 export function deleteExpiredStatement(table: string, indexId: string, predicate: boolean): string {
   const t = `"t${catalogId(indexId)}"`;

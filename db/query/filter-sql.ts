@@ -52,6 +52,7 @@ class Vars {
   readonly values: Record<string, Json> = {};
   #n = 0;
   #index = -1;
+  #ref = '';
   constructor(private readonly params: Params) {}
 
   add(value: Json): string {
@@ -63,11 +64,10 @@ class Vars {
   /** The SQL reference to the variables' parameter. */
   ref(): string {
     if (this.#index < 0) {
-      this.params.json({});
+      this.#ref = this.params.json({});
       this.#index = this.params.values.length - 1;
     }
-    // Once per execution, as Params.json binds values: `jsonb_path_match` runs per row.
-    return `(select $${this.#index + 1}::text::jsonb)`;
+    return this.#ref;
   }
 
   bind(): void {
@@ -318,13 +318,13 @@ const BRACKETS: Record<string, [string, string]> = {
 const KEY_BYTES = 1024;
 
 /** Strings up to this many bytes have keys well under the 1,024-byte cut. */
-export const EXACT_STRING_BYTES = 1000;
+const EXACT_STRING_BYTES = 1000;
 
 /**
  * Whether a value's key stands for it exactly: numbers (documents hold doubles, as the keys do),
  * booleans, null, and strings short enough not to be cut. Objects and arrays compare as text.
  */
-function keyIsExact(idx: IndexedPath, value: Json): boolean {
+export function keyIsExact(idx: Pick<IndexedPath, 'truncated'>, value: Json): boolean {
   if (value === null || typeof value === 'number' || typeof value === 'boolean') return true;
   if (typeof value === 'string') return !idx.truncated || Buffer.byteLength(value) <= EXACT_STRING_BYTES;
   return false;

@@ -463,7 +463,10 @@ export function trackingMultikey(c: CollectionRef, dml: string): string {
  */
 export function catalogGuard(c: CollectionRef): string {
   const cid = catalogId(c.id);
-  return `(exists (select from collections where id = ${cid} and catalog_version = ${catalogId(c.version)}) or mdb.stale_catalog(${cid}))`;
+  // `select 1`, not a zero-column select: Citus runs this sub-select of the coordinator's catalog
+  // first and hands its rows to the worker as an intermediate result, which it cannot describe
+  // without a column (42601, "a column definition list is required").
+  return `(exists (select 1 from collections where id = ${cid} and catalog_version = ${catalogId(c.version)}) or mdb.stale_catalog(${cid}))`;
 }
 
 /**

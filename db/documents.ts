@@ -738,7 +738,8 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
     const key = params.key(doc._id as Json);
     const s = shared(
       c,
-      trackingMultikey(c, `insert into ${c.table} (id, doc) values (${key}, ${params.json(doc)})`),
+      // INSERT ... SELECT of one row, whose cast runs once: Citus refuses a sub-select (json()'s) in VALUES.
+      trackingMultikey(c, `insert into ${c.table} (id, doc) select ${key}, ${params.jsonValue(doc)}`),
       params.values,
     );
     await tx.unsafe(s.text, s.values, s.options);

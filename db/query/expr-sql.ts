@@ -38,7 +38,7 @@ export function compileOperator(
   if (ONE_NUMBER.has(op)) return `mdb.expr_math(${name}, ${a})`;
   if (TWO_NUMBERS.has(op)) return `mdb.expr_arith(${name}, ${a}, ${b})`;
   const cmp = COMPARISONS[op];
-  if (cmp) return `to_jsonb(mdb.expr_cmp(${a}, ${b}) ${cmp} 0)`;
+  if (cmp) return `mdb.jsonb_of(mdb.expr_cmp(${a}, ${b}) ${cmp} 0)`;
   switch (op) {
     case '$add':
     case '$multiply':
@@ -47,16 +47,16 @@ export function compileOperator(
     case '$trunc':
       return `mdb.expr_round(${name}, ${a}, ${b ?? `'0'::jsonb`})`;
     case '$cmp':
-      return `to_jsonb(mdb.expr_cmp(${a}, ${b}))`;
+      return `mdb.jsonb_of(mdb.expr_cmp(${a}, ${b}))`;
     case '$and':
       if (args.length === 0) return `'true'::jsonb`;
       // A CASE evaluates in order and stops at the first false, as MongoDB does.
-      return `to_jsonb(case ${args.map((x) => `when not ${truthySql(x)} then false`).join(' ')} else true end)`;
+      return `mdb.jsonb_of(case ${args.map((x) => `when not ${truthySql(x)} then false`).join(' ')} else true end)`;
     case '$or':
       if (args.length === 0) return `'false'::jsonb`;
-      return `to_jsonb(case ${args.map((x) => `when ${truthySql(x)} then true`).join(' ')} else false end)`;
+      return `mdb.jsonb_of(case ${args.map((x) => `when ${truthySql(x)} then true`).join(' ')} else false end)`;
     case '$not':
-      return `to_jsonb(not ${truthySql(a as string)})`;
+      return `mdb.jsonb_of(not ${truthySql(a as string)})`;
     case '$cond':
       return `(case when ${truthySql(a as string)} then ${b} else ${c} end)`;
     case '$ifNull':
@@ -81,7 +81,7 @@ export function compileOperator(
     case '$toUpper': {
       // MongoDB changes the case of ASCII letters only.
       const [from, to] = op === '$toLower' ? [UPPER, LOWER] : [LOWER, UPPER];
-      return `to_jsonb(translate(mdb.expr_string(${name}, ${a}), '${from}', '${to}'))`;
+      return `mdb.jsonb_of(translate(mdb.expr_string(${name}, ${a}), '${from}', '${to}'))`;
     }
     case '$substrCP':
       return `mdb.expr_substr_cp(${a}, ${b}, ${c})`;
@@ -102,11 +102,11 @@ export function compileOperator(
     case '$in':
       return `mdb.expr_in(${a}, ${b})`;
     case '$isArray':
-      return `to_jsonb(coalesce(jsonb_typeof(${a}) = 'array', false))`;
+      return `mdb.jsonb_of(coalesce(jsonb_typeof(${a}) = 'array', false))`;
     case '$concatArrays':
       return `mdb.expr_concat_arrays(${list()})`;
     case '$type':
-      return `to_jsonb(mdb.expr_type(${a}))`;
+      return `mdb.jsonb_of(mdb.expr_type(${a}))`;
   }
   throw new Error(`The expression operator '${op}' has no SQL form.`);
 }

@@ -630,7 +630,7 @@ class SchemaCompiler {
       }
       case 'allowed': {
         const a = ++this.aliases.n;
-        const key = `to_jsonb(f${a}.k)`;
+        const key = `mdb.jsonb_of(f${a}.k)`;
         const value = `f${a}.v`;
         const patterns = c.patterns.map(([regex, schema]) => ({
           matches: this.regex(key, regex),

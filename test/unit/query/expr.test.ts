@@ -141,7 +141,7 @@ describe('SQL', () => {
       params,
       indexed: () => undefined,
     });
-    expect(sql).toContain(`coalesce(to_jsonb(mdb.expr_cmp((doc -> $`);
+    expect(sql).toContain(`coalesce(mdb.jsonb_of(mdb.expr_cmp((doc -> $`);
     expect(sql).toContain(`<> all (array['false', 'null', '0']::jsonb[]), false)`);
   });
 

@@ -203,6 +203,15 @@ function isUnavailableSqlState(code: string): boolean {
 }
 
 /**
+ * Citus: a coordinator's cached connection to a worker that went away (stopped, or restarted since)
+ * fails as XX000 with this message (its remote_transaction.c), not with a connection SQLSTATE as a
+ * connection it opens anew does (08006). Both mean the worker is unavailable, for now.
+ */
+function isCitusWorkerLost(code: string, message: string): boolean {
+  return code === 'XX000' && message.startsWith('failure on connection marked as essential:');
+}
+
+/**
  * Maps anything thrown anywhere (our AppError, Fastify's framework errors, PostgreSQL errors) to
  * an AppError. This is the one place where statuses are chosen for errors we did not create.
  */
@@ -254,7 +263,11 @@ export function toAppError(err: unknown, bodyLimit: number): AppError {
     });
   }
   if (err instanceof SyntaxError && e.statusCode === 400) return errors.invalidJson(message);
-  if (CONNECTION_ERROR_CODES.has(code) || (/^[0-9A-Z]{5}$/.test(code) && isUnavailableSqlState(code))) {
+  if (
+    CONNECTION_ERROR_CODES.has(code) ||
+    (/^[0-9A-Z]{5}$/.test(code) && isUnavailableSqlState(code)) ||
+    isCitusWorkerLost(code, message)
+  ) {
     return errors.serviceUnavailable('The database is unavailable; retry later.', err);
   }
   // Fastify's own client errors (bad headers, malformed URLs) carry a 4xx statusCode; keep it.

@@ -3,8 +3,9 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // The fault tests stop databases and kill servers: `npm run test:faults` runs them, once.
-    exclude: ['test/faults/**', '**/node_modules/**'],
+    // The fault tests stop databases and kill servers: `npm run test:faults` runs them, once; the
+    // Citus tests stop a worker of a cluster: `npm run test:citus`.
+    exclude: ['test/faults/**', 'test/citus/**', '**/node_modules/**'],
     // PGlite takes seconds to start and a real database round trip is not a unit test's budget.
     testTimeout: 30_000,
     hookTimeout: 60_000,

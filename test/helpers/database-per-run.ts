@@ -17,12 +17,17 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
   if (!source) return undefined;
   const admin = postgres(source, { max: 1, onnotice: () => {} });
   const now = Math.floor(Date.now() / 1000);
+  const cluster = await citusNodes(admin);
   const leftovers = await admin<{ datname: string }[]>`
     select datname from pg_database where datname like ${`${PREFIX}%`}`;
   for (const { datname } of leftovers) {
     const created = Number(datname.slice(PREFIX.length).split('_')[0]);
     if (Number.isFinite(created) && now - created > STALE_AFTER_SECONDS) {
       await admin.unsafe(`drop database if exists "${datname}" with (force)`);
+      if (cluster)
+        await onNodes(new URL(source), cluster.workers, (node) =>
+          node.unsafe(`drop database if exists "${datname}" with (force)`),
+        );
     }
   }
   const name = `${PREFIX}${now}_${randomBytes(4).toString('hex')}`;
@@ -38,12 +43,82 @@ export default async function setup(): Promise<(() => Promise<void>) | undefined
   );
   const url = new URL(source);
   url.pathname = `/${name}`;
+  if (cluster) await makeCitusDatabase(url, name, cluster);
   // Read by the test workers, which start after global setup and inherit this environment.
   process.env.DATABASE_URL = url.href;
   return async () => {
     await admin.unsafe(`drop database if exists "${name}" with (force)`);
     await admin.end({ timeout: 5 });
+    if (cluster)
+      await onNodes(url, cluster.workers, (node) =>
+        node.unsafe(`drop database if exists "${name}" with (force)`),
+      );
   };
+}
+
+interface CitusCluster {
+  coordinator: { host: string; port: number };
+  workers: { host: string; port: number }[];
+}
+
+/**
+ * The nodes of the Citus cluster DATABASE_URL's database belongs to (its coordinator), or
+ * undefined on PostgreSQL without Citus.
+ */
+async function citusNodes(admin: postgres.Sql): Promise<CitusCluster | undefined> {
+  const [ext] = await admin`select 1 as x from pg_extension where extname = 'citus'`;
+  if (!ext) return undefined;
+  const nodes = await admin<{ nodename: string; nodeport: number; groupid: number }[]>`
+    select nodename, nodeport, groupid from pg_dist_node where noderole = 'primary' order by groupid`;
+  const coordinator = nodes.find((n) => n.groupid === 0);
+  if (!coordinator) return undefined;
+  return {
+    coordinator: { host: coordinator.nodename, port: coordinator.nodeport },
+    workers: nodes.filter((n) => n.groupid !== 0).map((n) => ({ host: n.nodename, port: n.nodeport })),
+  };
+}
+
+/**
+ * Makes the run's database a Citus cluster database, as the cluster's own setup does for its first
+ * one: the database and the extension on every worker, then the extension, the coordinator and
+ * the workers registered in the coordinator's database, with schema-based sharding on, so that
+ * every workplace schema the run creates is a distributed schema.
+ */
+async function makeCitusDatabase(url: URL, name: string, cluster: CitusCluster): Promise<void> {
+  await onNodes(url, cluster.workers, async (node) => {
+    await node.unsafe(`create database "${name}" template template0`);
+  });
+  const inDatabase = cluster.workers.map((w) => ({ ...w, database: name }));
+  await onNodes(url, inDatabase, (node) => node.unsafe('create extension citus'));
+  const coordinator = postgres(url.href, { max: 1, onnotice: () => {} });
+  try {
+    await coordinator.unsafe('create extension citus');
+    await coordinator`select citus_set_coordinator_host(${cluster.coordinator.host}, ${cluster.coordinator.port})`;
+    for (const w of cluster.workers) await coordinator`select citus_add_node(${w.host}, ${w.port})`;
+    await coordinator.unsafe(`alter database "${name}" set citus.enable_schema_based_sharding = on`);
+  } finally {
+    await coordinator.end({ timeout: 5 });
+  }
+}
+
+/** Runs `work` on a connection to each node, in `database` when given, else in `postgres`. */
+async function onNodes(
+  url: URL,
+  nodes: { host: string; port: number; database?: string }[],
+  work: (node: postgres.Sql) => Promise<unknown>,
+): Promise<void> {
+  for (const n of nodes) {
+    const at = new URL(url.href);
+    at.hostname = n.host;
+    at.port = String(n.port);
+    at.pathname = `/${n.database ?? 'postgres'}`;
+    const node = postgres(at.href, { max: 1, onnotice: () => {} });
+    try {
+      await work(node);
+    } finally {
+      await node.end({ timeout: 5 });
+    }
+  }
 }
 
 /** A string literal for the DDL above, which takes no bound parameters. */

@@ -3,6 +3,7 @@ import { findCollection } from '../../db/collections.js';
 import { countStatement, explain, readStatement } from '../../db/documents.js';
 import { parseFilter } from '../../db/query/filter-ast.js';
 import { parseSort } from '../../db/query/sort.js';
+import type { Sql } from '../../db/sql.js';
 import type { TestApp } from '../helpers/app.js';
 
 /** A fresh workplace with one collection, and shortcuts to its document operations. */
@@ -15,6 +16,7 @@ export async function freshCollection(t: TestApp, name = 'items') {
   const call = (op: string, body: unknown) => t.request({ method: 'POST', url: `${url}/${op}`, body });
   return {
     workplace,
+    name,
     url,
     call,
     async insert(docs: unknown[]) {
@@ -67,6 +69,33 @@ export function queriedPaths(query: Record<string, unknown>): string[] {
  * that suffix dropped, so that the EXPLAIN tests say the same on a Citus worker as on PostgreSQL.
  */
 const SHARD_SUFFIX = /(?<![\w$])((?:x|xt)\d+(?:_[a-z][a-z0-9]*)?|c_\d+(?:_pkey)?)_\d+(?![\w$])/g;
+
+/**
+ * The Citus shard of a collection's table, when the database is a Citus coordinator: how many
+ * times it was VACUUMed other than by the worker's autovacuum. Undefined on PostgreSQL and PGlite.
+ */
+export async function citusShard(
+  sql: Sql,
+  workplace: string,
+  collection: string,
+): Promise<{ manualVacuums: () => Promise<number> } | undefined> {
+  const [citus] = await sql<{ on: boolean }[]>`
+    select to_regclass('pg_catalog.pg_dist_partition') is not null as on`;
+  if (!citus?.on) return undefined;
+  const lookup = await findCollection(sql, workplace, collection);
+  if (!lookup.workplace || !lookup.found) throw new Error(`no collection ${collection}`);
+  const table = lookup.found.table;
+  return {
+    manualVacuums: async () => {
+      const rows = await sql<{ result: string; success: boolean }[]>`
+        select result, success from run_command_on_placements(${table}::regclass,
+          'select vacuum_count from pg_stat_user_tables where relid = ''%s''::regclass')`;
+      if (rows.length !== 1 || !rows[0]?.success)
+        throw new Error(`no placement of ${table}: ${JSON.stringify(rows)}`);
+      return Number(rows[0].result);
+    },
+  };
+}
 
 /** An EXPLAIN text with Citus shard ids dropped from our table and index names. */
 export function withoutShardSuffixes(plan: string): string {

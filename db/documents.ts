@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { citusCannotRun } from './citus-shapes.js';
 import { type CollectionRef, guardedLimit, indexesFor, trackingMultikey } from './collections.js';
 import { idFirstJsonbBytes } from './jsonb-id-first.js';
 import { keyArrayLiteral } from './query/bson-key.js';
@@ -404,8 +405,21 @@ export async function deleteDocuments(sql: Sql, c: CollectionRef, filter: Filter
     `with w as (delete from ${c.table} where ${where} returning 1) select count(*) as n from w${guardedLimit(c, undefined)}`,
     params.values,
   );
-  const [row] = await retryingConflicts(() => sql.unsafe<{ n: string }[]>(s.text, s.values, s.options));
-  return Number(row?.n ?? 0);
+  try {
+    const [row] = await retryingConflicts(() => sql.unsafe<{ n: string }[]>(s.text, s.values, s.options));
+    return Number(row?.n ?? 0);
+  } catch (err) {
+    if (!citusCannotRun(err)) throw err;
+  }
+  // What Citus runs instead: the matches locked by a guarded sub-select (which rechecks the filter
+  // on a row changed meanwhile, as the DELETE's own conditions would), then deleted by `id`.
+  const locked = shared(
+    c,
+    `delete from ${c.table} where id in (select id from ${c.table} where ${where} order by id${guardedLimit(c, undefined)} for update)`,
+    params.values,
+  );
+  const deleted = await retryingConflicts(() => sql.unsafe(locked.text, locked.values, locked.options));
+  return deleted.count;
 }
 
 /**
@@ -610,8 +624,8 @@ async function lockFirst(
   filter: Filter,
   sort: SortKey[],
 ): Promise<JsonObject | undefined> {
-  const locking = firstStatement(c, filter, sort, true);
-  const first = firstStatement(c, filter, sort, false);
+  const locking = firstStatement(c, filter, sort, 'locking');
+  const first = firstStatement(c, filter, sort, 'plain');
   for (;;) {
     const [row] = await tx.unsafe<{ doc: JsonObject }[]>(locking.text, locking.values, locking.options);
     if (row) return row.doc;
@@ -621,18 +635,24 @@ async function lockFirst(
 }
 
 /**
- * The statement that reads the first document matching `filter` in `sort` order, with the version
- * of its row (`xmin`, the transaction that wrote it), and takes a row lock when `locking`.
+ * The statement that reads the first document matching `filter` in `sort` order: with the version
+ * of its row (`xmin`, the transaction that wrote it) when `versioned`, with a row lock when
+ * `locking`.
  */
-function firstStatement(c: CollectionRef, filter: Filter, sort: SortKey[], locking: boolean): Statement {
+function firstStatement(
+  c: CollectionRef,
+  filter: Filter,
+  sort: SortKey[],
+  mode: 'locking' | 'versioned' | 'plain',
+): Statement {
   const params = new Params();
   const choice = indexesFor(c, filter);
   const where = choice.predicate + compileFilter(filter, { params, indexed: choice.indexed, text: c.text });
   const orderBy = orderByText(
     compileOrderKeys(sort, { ...choice, textScore: textScoreOf(c, filter, params) }, params),
   );
-  const columns = locking ? 'doc' : 'doc, xmin::text as v';
-  const lock = locking ? ' for update' : '';
+  const columns = mode === 'versioned' ? 'doc, xmin::text as v' : 'doc';
+  const lock = mode === 'locking' ? ' for update' : '';
   return shared(
     c,
     `select ${columns} from ${c.table} where ${where} order by ${orderBy}${guardedLimit(c, '1')}${lock}`,
@@ -643,6 +663,25 @@ function firstStatement(c: CollectionRef, filter: Filter, sort: SortKey[], locki
 /** The condition that holds for the row of `doc` while it is still the version `v` (firstStatement). */
 function atVersion(params: Params, doc: JsonObject, v: string): string {
   return `id = ${params.key(doc._id as Json)} and xmin = ${params.typed(v, 'xid')}`;
+}
+
+const CITUS_CANNOT = Symbol('Citus cannot run the versioned read');
+
+/**
+ * The first match of a versioned read (firstStatement), or CITUS_CANNOT where Citus cannot plan
+ * it (db/citus-shapes.ts): the caller then takes the locking path, which reads the same match.
+ */
+async function versionedFirst(
+  sql: Sql,
+  read: Statement,
+): Promise<{ doc: JsonObject; v: string } | undefined | typeof CITUS_CANNOT> {
+  try {
+    const [row] = await sql.unsafe<{ doc: JsonObject; v: string }[]>(read.text, read.values, read.options);
+    return row;
+  } catch (err) {
+    if (citusCannotRun(err)) return CITUS_CANNOT;
+    throw err;
+  }
 }
 
 /** How often updateFirst reads again after the document changed under it before it takes locks. */
@@ -659,9 +698,10 @@ const OPTIMISTIC_ATTEMPTS = 3;
  * it answers undefined and the transaction of updateIn decides, taking locks.
  */
 async function updateFirst(sql: Sql, c: CollectionRef, plan: UpdatePlan): Promise<UpdateOutcome | undefined> {
-  const read = firstStatement(c, plan.filter, plan.sort ?? [], false);
+  const read = firstStatement(c, plan.filter, plan.sort ?? [], 'versioned');
   for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
-    const [row] = await sql.unsafe<{ doc: JsonObject; v: string }[]>(read.text, read.values, read.options);
+    const row = await versionedFirst(sql, read);
+    if (row === CITUS_CANNOT) return undefined;
     if (!row) {
       if (plan.upsert) return undefined;
       return { matchedCount: 0, modifiedCount: 0, ...(plan.returning ? { document: null } : {}) };
@@ -802,11 +842,10 @@ export async function deleteOneDocument(
 ): Promise<JsonObject | undefined> {
   // As updateFirst: the first match is deleted if its row is still the version read, in two
   // statements; after OPTIMISTIC_ATTEMPTS changes under it, in a transaction that locks it.
-  const read = firstStatement(c, filter, sort, false);
+  const read = firstStatement(c, filter, sort, 'versioned');
   for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
-    const [row] = await retryingConflicts(() =>
-      sql.unsafe<{ doc: JsonObject; v: string }[]>(read.text, read.values, read.options),
-    );
+    const row = await retryingConflicts(() => versionedFirst(sql, read));
+    if (row === CITUS_CANNOT) break;
     if (!row) return undefined;
     const projected = project(idFirst(row.doc));
     const params = new Params();

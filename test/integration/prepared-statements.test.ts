@@ -5,7 +5,7 @@ import { countStatement, readStatement, type Statement } from '../../db/document
 import { parseFilter } from '../../db/query/filter-ast.js';
 import { parseSort } from '../../db/query/sort.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { freshCollection } from './storage-helpers.js';
+import { freshCollection, onCitus, PLANS_NOT_ON_CITUS } from './storage-helpers.js';
 
 /**
  * Shared statement texts are prepared on PostgreSQL (db/statement-texts.ts). A prepared statement
@@ -132,7 +132,8 @@ describe.runIf(process.env.DATABASE_URL)('generic plans', () => {
     }
   }
 
-  it('use the index for equality, $in, range with sort, and counts', async () => {
+  it('use the index for equality, $in, range with sort, and counts', async (ctx) => {
+    if (await onCitus(t.sql)) ctx.skip(PLANS_NOT_ON_CITUS);
     const c = await freshCollection(t);
     for (let b = 0; b < 2; b++)
       await c.insert(Array.from({ length: 1000 }, (_, i) => ({ _id: b * 1000 + i, k: b * 1000 + i })));
@@ -160,7 +161,8 @@ describe.runIf(process.env.DATABASE_URL)('the plans PostgreSQL chooses for prepa
   // After five executions PostgreSQL runs a prepared statement's generic plan only when it is
   // costed no dearer than the custom plans it made so far; otherwise every execution is planned
   // again, which cost a read more than running it.
-  it('are generic for the frequent reads and counts, so a request is not planned again', async () => {
+  it('are generic for the frequent reads and counts, so a request is not planned again', async (ctx) => {
+    if (await onCitus(t.sql)) ctx.skip(PLANS_NOT_ON_CITUS);
     const c = await freshCollection(t);
     for (let b = 0; b < 2; b++)
       await c.insert(

@@ -70,6 +70,21 @@ export function queriedPaths(query: Record<string, unknown>): string[] {
  */
 const SHARD_SUFFIX = /(?<![\w$])((?:x|xt)\d+(?:_[a-z][a-z0-9]*)?|c_\d+(?:_pkey)?)_\d+(?![\w$])/g;
 
+/** Whether the database is a Citus coordinator. */
+export async function onCitus(sql: Sql): Promise<boolean> {
+  const [row] = await sql<
+    { on: boolean }[]
+  >`select to_regclass('pg_catalog.pg_dist_partition') is not null as on`;
+  return row?.on === true;
+}
+
+/**
+ * What the tests of PostgreSQL's own plans say when they skip on Citus: its coordinator wraps the
+ * worker's plan in its custom scan and does not PREPARE a statement on a distributed table the way
+ * PostgreSQL does ("could not create distributed plan"). They run on PostgreSQL and PGlite.
+ */
+export const PLANS_NOT_ON_CITUS = "a test of PostgreSQL's own plans; Citus plans distributed tables itself";
+
 /**
  * The Citus shard of a collection's table, when the database is a Citus coordinator: how many
  * times it was VACUUMed other than by the worker's autovacuum. Undefined on PostgreSQL and PGlite.
@@ -79,9 +94,7 @@ export async function citusShard(
   workplace: string,
   collection: string,
 ): Promise<{ manualVacuums: () => Promise<number> } | undefined> {
-  const [citus] = await sql<{ on: boolean }[]>`
-    select to_regclass('pg_catalog.pg_dist_partition') is not null as on`;
-  if (!citus?.on) return undefined;
+  if (!(await onCitus(sql))) return undefined;
   const lookup = await findCollection(sql, workplace, collection);
   if (!lookup.workplace || !lookup.found) throw new Error(`no collection ${collection}`);
   const table = lookup.found.table;

@@ -24,9 +24,8 @@ export default defineConfig({
       'test/integration/docs-browser.test.ts',
       // PGlite's WASM, its data directory and lock file
       'test/integration/embedded.test.ts',
-      // sockets, timers and postgres.js
-      'test/integration/pool.test.ts',
-      'test/integration/statement-timeout.test.ts',
+      // sockets, timers and postgres.js (the pool's and the statement timeout's own files need
+      // PostgreSQL, and this pass runs on PGlite, the README's command)
       'test/integration/concurrency.test.ts',
       // crypto, TLS, cookies and oidc-provider (Koa) under a real browser and a relying party
       'test/integration/tokens.test.ts',

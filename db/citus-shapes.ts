@@ -1,3 +1,13 @@
+import type { Sql } from './sql.js';
+
+/** Whether the database is a Citus coordinator: its catalog of distributed tables exists. */
+export async function citusInstalled(sql: Sql): Promise<boolean> {
+  const [row] = await sql.unsafe<{ citus: boolean }[]>(
+    `select to_regclass('pg_catalog.pg_dist_partition') is not null as citus`,
+  );
+  return row?.citus === true;
+}
+
 /**
  * Statement shapes Citus refuses or cannot plan although PostgreSQL runs them (issue 42; seen on
  * Citus 13.2 with schema-based sharding). Where one of these errors comes back, the caller runs

@@ -1,3 +1,4 @@
+import { citusInstalled } from './citus-shapes.js';
 import { type Sql, withoutStatementTimeout } from './sql.js';
 
 /** Rows written to a table since it was last analysed, before it is analysed again. */
@@ -106,15 +107,10 @@ export class Statistics {
 
   /** Whether Citus distributes `table` (pg_dist_partition lists it); false without Citus. */
   private async distributed(table: string): Promise<boolean> {
-    this.#citus ??= this.sql
-      .unsafe<{ citus: boolean }[]>(`select to_regclass('pg_catalog.pg_dist_partition') is not null as citus`)
-      .then(
-        ([row]) => row?.citus === true,
-        (err: unknown) => {
-          this.#citus = undefined;
-          throw err;
-        },
-      );
+    this.#citus ??= citusInstalled(this.sql).catch((err: unknown) => {
+      this.#citus = undefined;
+      throw err;
+    });
     if (!(await this.#citus)) return false;
     const [row] = await this.sql.unsafe<{ distributed: boolean }[]>(
       `select exists (select 1 from pg_catalog.pg_dist_partition where logicalrelid = $1::text::regclass) as distributed`,

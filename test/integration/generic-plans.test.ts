@@ -1,5 +1,6 @@
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { citusInstalled } from '../../db/citus-shapes.js';
 import { purgeExpiredLoginAttempts } from '../../db/login-attempts.js';
 import type { Sql } from '../../db/sql.js';
 import { sweepExpired } from '../../db/ttl.js';
@@ -24,7 +25,7 @@ import {
   startLiveServer,
   tenantKit,
 } from '../helpers/oidc-flow.js';
-import { onCitus, PLANS_NOT_ON_CITUS } from './storage-helpers.js';
+import { PLANS_NOT_ON_CITUS } from './storage-helpers.js';
 
 /**
  * Issue 41: no statement may get slower under its generic plan, which PostgreSQL runs for a
@@ -202,7 +203,7 @@ const CASES: [op: string, body: Record<string, unknown>][] = [
 
 describe('generic plans', () => {
   it('do no per-row work on bound values, for every document statement', async (ctx) => {
-    if (await onCitus(t.sql)) ctx.skip(PLANS_NOT_ON_CITUS);
+    if (await citusInstalled(t.sql)) ctx.skip(PLANS_NOT_ON_CITUS);
     const wp = await t.createWorkplace();
     const storages = `/v1/workplaces/${wp}/storages`;
     const post = async (url: string, body: unknown, ok = [200, 201]) => {
@@ -246,7 +247,7 @@ describe('generic plans', () => {
   }, 120_000);
 
   it("do no per-row work on bound values, for the OpenID Provider's statements", async (ctx) => {
-    if (await onCitus(t.sql)) ctx.skip(PLANS_NOT_ON_CITUS);
+    if (await citusInstalled(t.sql)) ctx.skip(PLANS_NOT_ON_CITUS);
     // The provider answers relying parties and browsers over HTTP: a live server, with a
     // database handle of its own, whose statements are recorded and audited there.
     const server = await startLiveServer();

@@ -1,11 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { STALE_CATALOG } from '../../db/catalog-cache.js';
+import { citusInstalled } from '../../db/citus-shapes.js';
 import { type CollectionRef, catalogGuard, findCollection } from '../../db/collections.js';
 import { countStatement, readStatement, type Statement } from '../../db/documents.js';
 import { parseFilter } from '../../db/query/filter-ast.js';
 import { parseSort } from '../../db/query/sort.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
-import { freshCollection, onCitus, PLANS_NOT_ON_CITUS } from './storage-helpers.js';
+import { freshCollection, PLANS_NOT_ON_CITUS } from './storage-helpers.js';
 
 /**
  * Shared statement texts are prepared on PostgreSQL (db/statement-texts.ts). A prepared statement
@@ -133,7 +134,7 @@ describe.runIf(process.env.DATABASE_URL)('generic plans', () => {
   }
 
   it('use the index for equality, $in, range with sort, and counts', async (ctx) => {
-    if (await onCitus(t.sql)) ctx.skip(PLANS_NOT_ON_CITUS);
+    if (await citusInstalled(t.sql)) ctx.skip(PLANS_NOT_ON_CITUS);
     const c = await freshCollection(t);
     for (let b = 0; b < 2; b++)
       await c.insert(Array.from({ length: 1000 }, (_, i) => ({ _id: b * 1000 + i, k: b * 1000 + i })));
@@ -162,7 +163,7 @@ describe.runIf(process.env.DATABASE_URL)('the plans PostgreSQL chooses for prepa
   // costed no dearer than the custom plans it made so far; otherwise every execution is planned
   // again, which cost a read more than running it.
   it('are generic for the frequent reads and counts, so a request is not planned again', async (ctx) => {
-    if (await onCitus(t.sql)) ctx.skip(PLANS_NOT_ON_CITUS);
+    if (await citusInstalled(t.sql)) ctx.skip(PLANS_NOT_ON_CITUS);
     const c = await freshCollection(t);
     for (let b = 0; b < 2; b++)
       await c.insert(

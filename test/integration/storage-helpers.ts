@@ -1,4 +1,5 @@
 import { expect } from 'vitest';
+import { citusInstalled } from '../../db/citus-shapes.js';
 import { findCollection } from '../../db/collections.js';
 import { countStatement, explain, readStatement } from '../../db/documents.js';
 import { parseFilter } from '../../db/query/filter-ast.js';
@@ -70,14 +71,6 @@ export function queriedPaths(query: Record<string, unknown>): string[] {
  */
 const SHARD_SUFFIX = /(?<![\w$])((?:x|xt)\d+(?:_[a-z][a-z0-9]*)?|c_\d+(?:_pkey)?)_\d+(?![\w$])/g;
 
-/** Whether the database is a Citus coordinator. */
-export async function onCitus(sql: Sql): Promise<boolean> {
-  const [row] = await sql<
-    { on: boolean }[]
-  >`select to_regclass('pg_catalog.pg_dist_partition') is not null as on`;
-  return row?.on === true;
-}
-
 /**
  * What the tests of PostgreSQL's own plans say when they skip on Citus: its coordinator wraps the
  * worker's plan in its custom scan and does not PREPARE a statement on a distributed table the way
@@ -94,7 +87,7 @@ export async function citusShard(
   workplace: string,
   collection: string,
 ): Promise<{ manualVacuums: () => Promise<number> } | undefined> {
-  if (!(await onCitus(sql))) return undefined;
+  if (!(await citusInstalled(sql))) return undefined;
   const lookup = await findCollection(sql, workplace, collection);
   if (!lookup.workplace || !lookup.found) throw new Error(`no collection ${collection}`);
   const table = lookup.found.table;

@@ -8,10 +8,10 @@ import Fastify, {
   type RouteOptions,
 } from 'fastify';
 import openapiGlue from 'fastify-openapi-glue';
-import { CatalogCache } from './db/catalog-cache.js';
-import type { Sql } from './db/sql.js';
-import { Statistics } from './db/statistics.js';
-import type { Caller } from './db/tokens.js';
+import type { Sql } from './db/connection/sql.js';
+import type { Caller } from './db/platform/tokens.js';
+import { CatalogCache } from './db/storage/catalog-cache.js';
+import { Statistics } from './db/storage/statistics.js';
 import { errors, MAX_PATH_PARAMETER_LENGTH } from './errors.js';
 import { createHandlers } from './handlers/index.js';
 import type { Handler, Handlers, OperationId } from './handlers/types.js';

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { type Static, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import { DEFAULT_DB_DEADLINE_MS } from './db/deadline.js';
+import { DEFAULT_DB_DEADLINE_MS } from './db/connection/deadline.js';
 import { DEFAULT_BODY_LIMIT } from './http/json-body.js';
 
 /** How long one statement of a request may run on PostgreSQL before it is cancelled (503). */
@@ -90,21 +90,21 @@ export interface Config {
   readonly logLevel: (typeof LOG_LEVELS)[number];
   readonly dbPoolMax: number;
   /**
-   * Whether statements are prepared on PostgreSQL connections (db/statement-texts.ts). false for a
+   * Whether statements are prepared on PostgreSQL connections (db/storage/statement-texts.ts). false for a
    * connection pooler in transaction mode that cannot hold prepared statements.
    */
   readonly dbPrepare: boolean;
   readonly bodyLimit: number;
   /** PostgreSQL's statement_timeout for requests' statements; 0 for none. */
   readonly statementTimeoutMs: number;
-  /** PostgreSQL only: the client-side deadline of every statement (see db/deadline.ts). */
+  /** PostgreSQL only: the client-side deadline of every statement (see db/connection/deadline.ts). */
   readonly dbDeadlineMs: number;
   /**
    * Which peers' X-Forwarded-For names the client in the request log: none (false), any (true),
    * or these addresses. URLs never come from forwarded headers: they come from PUBLIC_URL.
    */
   readonly trustProxy: boolean | string[];
-  /** How often the TTL sweeper looks for expired documents (db/ttl.ts); MongoDB's is 60 s. */
+  /** How often the TTL sweeper looks for expired documents (db/storage/ttl.ts); MongoDB's is 60 s. */
   readonly ttlIntervalSeconds: number;
   /**
    * How many processes serve requests: 1 is the server itself; more are node:cluster workers

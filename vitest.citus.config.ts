@@ -28,7 +28,7 @@ const CITUS_SUITE = [
   'test/integration/oidc-settings.test.ts',
   'test/integration/oidc-clients.test.ts',
   'test/integration/oidc-provider.test.ts',
-  // The shapes Citus cannot run as PostgreSQL does (db/citus-shapes.ts): filters proven false,
+  // The shapes Citus cannot run as PostgreSQL does (db/storage/citus-shapes.ts): filters proven false,
   // `$expr` in deletes, found first by the fuzzer; and the shard's plans use the indexes.
   'test/integration/grammar-fuzz.test.ts',
   'test/integration/expressions.test.ts',

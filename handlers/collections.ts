@@ -2,7 +2,7 @@ import {
   createCollection as createCollectionRow,
   deleteCollection as deleteCollectionRow,
   listCollections as listCollectionRows,
-} from '../db/collections.js';
+} from '../db/storage/catalog.js';
 import { errors } from '../errors.js';
 import type { Handler, HandlerDeps } from './types.js';
 

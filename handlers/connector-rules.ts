@@ -1,4 +1,4 @@
-import type { ConnectorBody } from '../db/connectors.js';
+import type { ConnectorBody } from '../db/platform/connectors.js';
 import { errors, escapePointer, type FieldError } from '../errors.js';
 import type { components } from '../generated/openapi.js';
 

@@ -6,7 +6,7 @@ import {
   MAX_CONNECTORS,
   replaceConnector,
   type WriteResult,
-} from '../db/connectors.js';
+} from '../db/platform/connectors.js';
 import { errors } from '../errors.js';
 import { checkConnector, connectorBody } from './connector-rules.js';
 import type { Caller, Handler, HandlerDeps } from './types.js';

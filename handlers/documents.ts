@@ -1,5 +1,5 @@
-import { aggregateDocuments as aggregateRows } from '../db/aggregate.js';
-import type { CollectionRef } from '../db/collections.js';
+import { aggregateDocuments as aggregateRows } from '../db/storage/aggregate.js';
+import type { CollectionRef } from '../db/storage/catalog.js';
 import {
   countDocuments as countRows,
   DuplicateKeyError,
@@ -12,22 +12,22 @@ import {
   type UpdateOutcome,
   type UpdatePlan,
   updateDocuments as updateRows,
-} from '../db/documents.js';
-import { cursorBinding, decodeCursor, encodeCursor } from '../db/query/cursor.js';
-import { type JsonObject, QueryError } from '../db/query/errors.js';
-import { type Filter, parseFilter, textSearchOf } from '../db/query/filter-ast.js';
-import { parsePath } from '../db/query/path.js';
-import { parsePipeline } from '../db/query/pipeline.js';
+} from '../db/storage/documents.js';
+import { errors, QueryError } from '../errors.js';
+import { EncodedJson } from '../http/encoded-json.js';
+import { cursorBinding, decodeCursor, encodeCursor } from '../mongo/cursor.js';
+import { type Filter, parseFilter, textSearchOf } from '../mongo/filter/parse.js';
+import { parsePipeline } from '../mongo/pipeline/parse.js';
 import {
   applyProjection,
   type Projection,
   parseProjection,
   projectsEverything,
-} from '../db/query/projection.js';
-import { orderKeyCount, parseSort } from '../db/query/sort.js';
-import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../db/query/update.js';
-import { errors } from '../errors.js';
-import { EncodedJson } from '../http/encoded-json.js';
+} from '../mongo/projection.js';
+import { orderKeyCount, parseSort } from '../mongo/sort.js';
+import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../mongo/update/update.js';
+import type { JsonObject } from '../mongo/value/json.js';
+import { parsePath } from '../mongo/value/path.js';
 import type { Handler, HandlerDeps } from './types.js';
 
 export const DEFAULT_LIMIT = 100;

@@ -1,4 +1,4 @@
-import { pingDatabase } from '../db/health.js';
+import { pingDatabase } from '../db/connection/health.js';
 import { errors } from '../errors.js';
 import type { Handler, HandlerDeps } from './types.js';
 

@@ -5,13 +5,12 @@ import {
   type IndexKey,
   type IndexOptions,
   type IndexRow,
-} from '../db/collections.js';
-import { QueryError } from '../db/query/errors.js';
-import { parseIndexKind } from '../db/query/index-options.js';
-import { parsePath } from '../db/query/path.js';
-import { checkTextIndex, type TextIndexOptions } from '../db/query/text-search.js';
-import { errors } from '../errors.js';
+} from '../db/storage/catalog.js';
+import { errors, QueryError } from '../errors.js';
 import type { components } from '../generated/openapi.js';
+import { checkTextIndex, type TextIndexOptions } from '../mongo/filter/text-search.js';
+import { parseIndexKind } from '../mongo/index-options.js';
+import { parsePath } from '../mongo/value/path.js';
 import { requireCollection } from './storage-lookup.js';
 import type { Handler, HandlerDeps } from './types.js';
 

@@ -8,11 +8,11 @@ import {
   listClients,
   MAX_CLIENTS,
   updateClient,
-} from '../db/oidc-clients.js';
+} from '../db/platform/oidc-clients.js';
 import { errors } from '../errors.js';
 import type { components } from '../generated/openapi.js';
+import { isPublic, metadataForCreate, metadataForUpdate, secretChange } from '../oidc/client-metadata.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../secrets.js';
-import { isPublic, metadataForCreate, metadataForUpdate, secretChange } from './client-metadata.js';
 import type { Handler, HandlerDeps } from './types.js';
 
 type Client = components['schemas']['Client'];

@@ -1,4 +1,5 @@
-import { findProviderState } from '../db/oidc-provider.js';
+import type { Sql } from '../db/connection/sql.js';
+import { findProviderState } from '../db/platform/oidc-provider.js';
 import {
   authorizationsOf,
   decodeSessionCursor,
@@ -8,8 +9,7 @@ import {
   listSessionsAndGrants,
   revokeUserGrant as revokeGrant,
   type SessionOrGrantRow,
-} from '../db/oidc-sessions.js';
-import type { Sql } from '../db/sql.js';
+} from '../db/platform/oidc-sessions.js';
 import { errors } from '../errors.js';
 import type { components } from '../generated/openapi.js';
 import { findUserBySubject, subjectOf } from '../oidc/users.js';

@@ -1,6 +1,6 @@
-import { publishedKeyList } from '../db/oidc-provider.js';
-import { findOidcSettings, replaceOidcToken, updateOidcSettings } from '../db/oidc-settings.js';
-import { findWorkplace } from '../db/workplaces.js';
+import { publishedKeyList } from '../db/platform/oidc-provider.js';
+import { findOidcSettings, replaceOidcToken, updateOidcSettings } from '../db/platform/oidc-settings.js';
+import { findWorkplace } from '../db/platform/workplaces.js';
 import { errors } from '../errors.js';
 import { generateSigningKey } from '../oidc/keys.js';
 import { hashPassword } from '../oidc/passwords.js';

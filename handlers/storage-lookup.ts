@@ -1,5 +1,5 @@
-import { type CollectionRef, findCollection } from '../db/collections.js';
-import type { Sql } from '../db/sql.js';
+import type { Sql } from '../db/connection/sql.js';
+import { type CollectionRef, findCollection } from '../db/storage/catalog.js';
 import { errors } from '../errors.js';
 
 /** The collection named in the path, or the 404 that says which of workplace and collection is missing. */

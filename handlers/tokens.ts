@@ -1,4 +1,9 @@
-import { createScopedToken, listScopedTokens, revokeScopedToken, type ScopedTokenRow } from '../db/tokens.js';
+import {
+  createScopedToken,
+  listScopedTokens,
+  revokeScopedToken,
+  type ScopedTokenRow,
+} from '../db/platform/tokens.js';
 import { errors } from '../errors.js';
 import type { components } from '../generated/openapi.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../secrets.js';

@@ -1,8 +1,8 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { CatalogCache } from '../db/catalog-cache.js';
-import type { Sql } from '../db/sql.js';
-import type { Statistics } from '../db/statistics.js';
-import type { Caller } from '../db/tokens.js';
+import type { Sql } from '../db/connection/sql.js';
+import type { Caller } from '../db/platform/tokens.js';
+import type { CatalogCache } from '../db/storage/catalog-cache.js';
+import type { Statistics } from '../db/storage/statistics.js';
 import type { operations } from '../generated/openapi.js';
 import type { EncodedJson } from '../http/encoded-json.js';
 

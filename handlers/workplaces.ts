@@ -1,4 +1,9 @@
-import { createWorkplace, deleteWorkplace, findWorkplace, type WorkplaceRow } from '../db/workplaces.js';
+import {
+  createWorkplace,
+  deleteWorkplace,
+  findWorkplace,
+  type WorkplaceRow,
+} from '../db/platform/workplaces.js';
 import { errors } from '../errors.js';
 import { generateSecret, TOKEN_PREFIX } from '../secrets.js';
 import type { Handler, HandlerDeps } from './types.js';

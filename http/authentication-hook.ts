@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify';
-import type { Caller } from '../db/tokens.js';
+import type { Caller } from '../db/platform/tokens.js';
 import { type Authenticator, authorize } from './security.js';
 import type { SpecOperation } from './spec.js';
 

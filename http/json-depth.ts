@@ -1,4 +1,4 @@
-import { stringEnd } from '../db/query/json-text.js';
+import { stringEnd } from '../mongo/value/json-text.js';
 
 /**
  * How deep a request body may nest. Validators, serialisers and our own tree walks recurse, and a

@@ -1,5 +1,5 @@
-import { stringEnd } from '../db/query/json-text.js';
 import { escapePointer } from '../errors.js';
+import { stringEnd } from '../mongo/value/json-text.js';
 
 /**
  * JSON allows numbers of any size and precision; JSON.parse reads each as the nearest double, and

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
-import type { Sql } from '../db/sql.js';
-import { type Caller, findOidcToken, findScopedToken, touchScopedToken } from '../db/tokens.js';
-import { WORKPLACE_NAME } from '../db/workplaces.js';
+import type { Sql } from '../db/connection/sql.js';
+import { type Caller, findOidcToken, findScopedToken, touchScopedToken } from '../db/platform/tokens.js';
+import { WORKPLACE_NAME } from '../db/platform/workplaces.js';
 import { errors } from '../errors.js';
 import { bytesEqual, generateSecret, hashSecret, secretsEqual, TOKEN_PREFIX } from '../secrets.js';
 import type { Access } from './spec.js';

@@ -1,4 +1,4 @@
-import type { JsonObject } from '../db/query/errors.js';
+import type { JsonObject } from '../mongo/value/json.js';
 
 /**
  * The claims a user document releases, each only when it has the type OpenID Connect Core

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { exportJWK, generateKeyPair } from 'jose';
-import { addKey } from '../db/oidc-provider.js';
-import type { Sql } from '../db/sql.js';
+import type { Sql } from '../db/connection/sql.js';
+import { addKey } from '../db/platform/oidc-provider.js';
 
 /**
  * Generates an RS256 signing key for a workplace and stores it. With `rotate`, the keys in use are

@@ -8,7 +8,8 @@ import Provider, {
   type KoaContextWithOIDC,
   errors as providerErrors,
 } from 'oidc-provider';
-import { findClientForProvider } from '../db/oidc-clients.js';
+import type { Sql } from '../db/connection/sql.js';
+import { findClientForProvider } from '../db/platform/oidc-clients.js';
 import {
   consumePayload,
   destroyPayload,
@@ -20,10 +21,9 @@ import {
   purgeExpiredPayloads,
   revokeGrant,
   upsertPayload,
-} from '../db/oidc-provider.js';
-import type { JsonObject } from '../db/query/errors.js';
-import type { Sql } from '../db/sql.js';
+} from '../db/platform/oidc-provider.js';
 import { RETRY_AFTER_SECONDS, toAppError } from '../errors.js';
+import type { JsonObject } from '../mongo/value/json.js';
 import { secretMatchesHash } from '../secrets.js';
 import { LIST_CLAIMS, userClaims } from './claims.js';
 import { CONTACTS, extraClientMetadata, REGISTERED_SCOPE } from './extra-client-metadata.js';

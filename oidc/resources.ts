@@ -1,6 +1,6 @@
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import { isLoopbackHost } from '../handlers/client-metadata.js';
+import { isLoopbackHost } from './client-metadata.js';
 import { registeredScopesOf } from './extra-client-metadata.js';
 
 /**

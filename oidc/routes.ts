@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Sql } from '../db/sql.js';
-import { WORKPLACE_NAME } from '../db/workplaces.js';
+import type { Sql } from '../db/connection/sql.js';
+import { WORKPLACE_NAME } from '../db/platform/workplaces.js';
 import { contactsOf } from './extra-client-metadata.js';
 import { type ClientView, consentPage, loginPage, messagePage, PAGE_HEADERS } from './pages.js';
 import { verifyPassword } from './passwords.js';

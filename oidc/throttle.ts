@@ -1,11 +1,11 @@
+import type { Sql } from '../db/connection/sql.js';
 import {
   type AttemptLimits,
   clearLoginAttempts,
   purgeExpiredLoginAttempts,
   reserveLoginAttempt,
-} from '../db/login-attempts.js';
-import type { JsonObject } from '../db/query/errors.js';
-import type { Sql } from '../db/sql.js';
+} from '../db/platform/login-attempts.js';
+import type { JsonObject } from '../mongo/value/json.js';
 import { subjectOf } from './users.js';
 
 /**

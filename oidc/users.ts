@@ -1,8 +1,8 @@
-import { findCollection } from '../db/collections.js';
-import { readDocuments, updateDocuments } from '../db/documents.js';
-import type { Json, JsonObject } from '../db/query/errors.js';
-import { parseFilter } from '../db/query/filter-ast.js';
-import type { Sql } from '../db/sql.js';
+import type { Sql } from '../db/connection/sql.js';
+import { findCollection } from '../db/storage/catalog.js';
+import { readDocuments, updateDocuments } from '../db/storage/documents.js';
+import { parseFilter } from '../mongo/filter/parse.js';
+import type { Json, JsonObject } from '../mongo/value/json.js';
 
 /**
  * The users of a workplace are documents in the collection its OIDC settings name. A user is

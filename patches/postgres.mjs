@@ -18,7 +18,7 @@
 //    pending) until 1 KB accumulates, stale bytes first: the connection hangs until its connect
 //    timeout, again and again. Reset both when the socket goes away.
 // 3. A query cancelled while it waited for a new connection (postgres.js's query.cancel(), which
-//    db/deadline.ts uses at a request's deadline) left that connection, once connected, outside
+//    db/connection/deadline.ts uses at a request's deadline) left that connection, once connected, outside
 //    the pool for its whole lifetime: it never ran its first query, so nothing made it open again.
 //    After enough such cancellations during an outage every request queued behind a pool with no
 //    usable connection. Hand the connection to the pool instead.

@@ -11,9 +11,9 @@
 import { parseArgs } from 'node:util';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import { migrate } from '../db/migrate.js';
-import { openDatabase } from '../db/open.js';
-import { listScopedTokens, revokeScopedToken } from '../db/tokens.js';
+import { migrate } from '../db/connection/migrate.js';
+import { openDatabase } from '../db/connection/open.js';
+import { listScopedTokens, revokeScopedToken } from '../db/platform/tokens.js';
 import { AppError } from '../errors.js';
 import type { components } from '../generated/openapi.js';
 import { issueToken, presentToken } from '../handlers/tokens.js';

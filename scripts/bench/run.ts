@@ -30,13 +30,13 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import postgres from 'postgres';
-import { findCollection } from '../../db/collections.js';
-import { countStatement, newObjectId, readStatement } from '../../db/documents.js';
-import { parseFilter } from '../../db/query/filter-ast.js';
-import { compileFilter } from '../../db/query/filter-sql.js';
-import { Params } from '../../db/query/params.js';
-import { compileOrderKeys, orderByText, parseSort } from '../../db/query/sort.js';
-import { sweepExpired } from '../../db/ttl.js';
+import { findCollection } from '../../db/storage/catalog.js';
+import { countStatement, newObjectId, readStatement } from '../../db/storage/documents.js';
+import { sweepExpired } from '../../db/storage/ttl.js';
+import { parseFilter } from '../../mongo/filter/parse.js';
+import { compileFilter } from '../../mongo/filter/sql.js';
+import { compileOrderKeys, orderByText, parseSort } from '../../mongo/sort.js';
+import { Params } from '../../mongo/value/params.js';
 import { Browser, formAction } from '../browser.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -773,7 +773,7 @@ interface Results {
   workers: { name: string; one: Figures; many: Figures }[];
 }
 
-/** A statement's bound value: text, or key bytes (db/query/params.ts binds keys as bytea). */
+/** A statement's bound value: text, or key bytes (mongo/value/params.ts binds keys as bytea). */
 type Bound = string | Buffer;
 /** A bound value as JSON carries it to the baseline server (baseline.ts turns `bytea` back into bytes). */
 type Wire = string | { bytea: string };

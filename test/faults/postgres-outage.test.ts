@@ -18,7 +18,7 @@ import { api, cleanUpServers, type Server, START_TIMEOUT, startServer } from '..
  * within about a second.
  */
 const DEADLINE_MS = 2_000;
-/** The deadline, the sign-of-life probe of a frozen server (db/deadline.ts) and a loaded machine. */
+/** The deadline, the sign-of-life probe of a frozen server (db/connection/deadline.ts) and a loaded machine. */
 const ANSWER_WITHIN_MS = DEADLINE_MS + 1_000 + 1_500;
 /** postgres.js's own back-off held requests for 10-30 s; the patched pool reconnects within 0.5 s. */
 const SERVED_AGAIN_WITHIN_MS = 3_000;

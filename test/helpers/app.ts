@@ -2,9 +2,9 @@ import { randomBytes, randomInt } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import postgres from 'postgres';
 import { buildApp } from '../../app.js';
-import { migrate } from '../../db/migrate.js';
-import { openDatabase } from '../../db/open.js';
-import type { Sql } from '../../db/sql.js';
+import { migrate } from '../../db/connection/migrate.js';
+import { openDatabase } from '../../db/connection/open.js';
+import type { Sql } from '../../db/connection/sql.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
 import { createResponseChecker } from './contract.js';
 

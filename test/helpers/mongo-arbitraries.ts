@@ -3,7 +3,7 @@
  * updates, sorts, projections and index definitions, for the grammar fuzz
  * (test/integration/grammar-fuzz.test.ts).
  *
- * The point is to reach every branch of the query compiler (db/query/) and the SQL it emits with
+ * The point is to reach every branch of the query compiler (mongo/) and the SQL it emits with
  * inputs that look like what users send, not to produce random JSON. So:
  *
  * - Every name comes from tiny pools (KEYS, TOP_KEYS) and every value from small pools of edge
@@ -182,7 +182,7 @@ const TYPE_CODES = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 16, 17, 18, 19, -1, 127, 
 const typeArb = fc.oneof(fc.constantFrom(...TYPE_NAMES), fc.constantFrom(...TYPE_CODES));
 
 /**
- * Regex pieces chosen for the translation in db/query/regex.ts: anchors, PCRE class escapes it
+ * Regex pieces chosen for the translation in mongo/regex/translate.ts: anchors, PCRE class escapes it
  * rewrites (\d \w \s \b \B \z), classes with and without negation, alternation, lookarounds, and
  * whitespace and `#` that mean something under the `x` flag.
  */

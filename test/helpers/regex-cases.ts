@@ -1,7 +1,7 @@
 /**
  * MongoDB's answer (PCRE2 in UTF mode, without Unicode properties) for one $regex, $options and
  * string: the table both regex engines are held to, like_regex in SQL and JavaScript's RegExp in
- * TypeScript (db/query/regex.ts). Subjects cover newlines, \r, U+2028, non-ASCII and astral
+ * TypeScript (mongo/regex/translate.ts). Subjects cover newlines, \r, U+2028, non-ASCII and astral
  * characters, the ends of strings, every option, POSIX classes, lookarounds and back references.
  */
 export type RegexCase = [pattern: string, options: string, subject: string, matches: boolean];

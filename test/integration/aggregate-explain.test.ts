@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { aggregateStatement } from '../../db/aggregate.js';
-import { findCollection } from '../../db/collections.js';
-import { explain } from '../../db/documents.js';
-import { parsePipeline } from '../../db/query/pipeline.js';
-import { Statistics } from '../../db/statistics.js';
+import { aggregateStatement } from '../../db/storage/aggregate.js';
+import { findCollection } from '../../db/storage/catalog.js';
+import { explain } from '../../db/storage/documents.js';
+import { Statistics } from '../../db/storage/statistics.js';
+import { parsePipeline } from '../../mongo/pipeline/parse.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { freshCollection, withoutShardSuffixes } from './storage-helpers.js';
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_PIPELINE_STAGES } from '../../db/query/pipeline.js';
-import { MAX_GROUPS, MAX_PIPELINE_RESULTS } from '../../db/query/pipeline-sql.js';
+import { MAX_PIPELINE_STAGES } from '../../mongo/pipeline/parse.js';
+import { MAX_GROUPS, MAX_PIPELINE_RESULTS } from '../../mongo/pipeline/sql.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { freshCollection, queriedPaths } from './storage-helpers.js';
 

@@ -1,11 +1,11 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyArrayLiteral, scalarKey } from '../../db/query/bson-key.js';
-import type { Json } from '../../db/query/errors.js';
+import { keyArrayLiteral, scalarKey } from '../../mongo/value/bson-key.js';
+import type { Json } from '../../mongo/value/json.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 /**
- * The keys the compiler binds (db/query/bson-key.ts) are the keys the key columns hold: mdb.key()
+ * The keys the compiler binds (mongo/value/bson-key.ts) are the keys the key columns hold: mdb.key()
  * of migration 0002, computed by the database for the same values.
  */
 let t: TestApp;

@@ -1,16 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JsonObject } from '../../db/query/errors.js';
+import type { JsonObject } from '../../mongo/value/json.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { freshCollection } from './storage-helpers.js';
 
 /**
  * BSON's order is implemented twice, and the two differ for embedded documents. The SQL keys of
  * migration 0002 (mdb.key) order sorts, index keys and _id; they compare an embedded document by
- * its JSON text. bsonCompare (db/query/update-values.ts) orders the update operators; it compares
+ * its JSON text. bsonCompare (mongo/value/compare.ts) orders the update operators; it compares
  * field by field as MongoDB does: the field's type, then its name, then its value, and a prefix
  * first. Filters comparing with a document or an array ($gt, $lt, …) use MongoDB's order too: in
  * SQL mdb.bson_key (migration 0010), which is computed when a filter runs and stored nowhere, and
- * bsonCompare where a projection evaluates the filter (filter-match.ts). The SQL keys are stored (generated index columns, and the id column every collection is
+ * bsonCompare where a projection evaluates the filter (filter/match.ts). The SQL keys are stored (generated index columns, and the id column every collection is
  * keyed by), so making them MongoDB's would take a migration rewriting every collection; until
  * then docs/storage.md (Deviations) says which operation uses which order, and this table pins it.
  *
@@ -142,7 +142,7 @@ describe("MongoDB's order (bsonCompare) decides $min, $max, $push's $sort and $p
   });
 });
 
-describe("MongoDB's order decides the filters' $gt/$gte/$lt/$lte with a document (mdb.bson_key and filter-match)", () => {
+describe("MongoDB's order decides the filters' $gt/$gte/$lt/$lte with a document (mdb.bson_key and filter/match.ts)", () => {
   for (const indexed of [false, true]) {
     it.each(rows)(`$lt and $gt in a query: %s${indexed ? ' (indexed)' : ''}`, async (_, p) => {
       const col = await freshCollection(t);

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../app.js';
-import { CatalogCache, STALE_CATALOG } from '../../db/catalog-cache.js';
-import { catalogGuard, findCollection } from '../../db/collections.js';
-import { countStatement, readStatement } from '../../db/documents.js';
-import { parseFilter } from '../../db/query/filter-ast.js';
-import { parseSort } from '../../db/query/sort.js';
+import { catalogGuard, findCollection } from '../../db/storage/catalog.js';
+import { CatalogCache, STALE_CATALOG } from '../../db/storage/catalog-cache.js';
+import { countStatement, readStatement } from '../../db/storage/documents.js';
+import { parseFilter } from '../../mongo/filter/parse.js';
+import { parseSort } from '../../mongo/sort.js';
 import { hashSecret } from '../../secrets.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 

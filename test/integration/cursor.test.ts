@@ -7,12 +7,12 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findCollection } from '../../db/collections.js';
-import { readStatement } from '../../db/documents.js';
-import { cursorBinding, decodeCursor } from '../../db/query/cursor.js';
-import { parseFilter } from '../../db/query/filter-ast.js';
-import { orderKeyCount, parseSort } from '../../db/query/sort.js';
-import { Statistics } from '../../db/statistics.js';
+import { findCollection } from '../../db/storage/catalog.js';
+import { readStatement } from '../../db/storage/documents.js';
+import { Statistics } from '../../db/storage/statistics.js';
+import { cursorBinding, decodeCursor } from '../../mongo/cursor.js';
+import { parseFilter } from '../../mongo/filter/parse.js';
+import { orderKeyCount, parseSort } from '../../mongo/sort.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { freshCollection, withoutShardSuffixes } from './storage-helpers.js';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_DISTINCT_VALUES } from '../../db/documents.js';
+import { MAX_DISTINCT_VALUES } from '../../db/storage/documents.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { freshCollection, queriedPaths } from './storage-helpers.js';
 

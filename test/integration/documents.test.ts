@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findCollection } from '../../db/collections.js';
-import { updateDocuments } from '../../db/documents.js';
-import type { JsonObject } from '../../db/query/errors.js';
-import { parseFilter } from '../../db/query/filter-ast.js';
+import { findCollection } from '../../db/storage/catalog.js';
+import { updateDocuments } from '../../db/storage/documents.js';
+import { parseFilter } from '../../mongo/filter/parse.js';
+import type { JsonObject } from '../../mongo/value/json.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { freshCollection } from './storage-helpers.js';
 

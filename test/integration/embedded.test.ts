@@ -5,7 +5,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DataDirLockedError, type EmbeddedDatabase, openEmbedded } from '../../db/embedded.js';
+import { DataDirLockedError, type EmbeddedDatabase, openEmbedded } from '../../db/connection/embedded.js';
 
 const OPEN_TIMEOUT = 30_000;
 const projectRoot = fileURLToPath(new URL('../..', import.meta.url));

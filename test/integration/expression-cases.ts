@@ -8,7 +8,7 @@
  * expressions.test.ts runs each case three ways: compiled to SQL, evaluated in TypeScript, and
  * through `$expr` on the read route.
  */
-import type { Json, JsonObject } from '../../db/query/errors.js';
+import type { Json, JsonObject } from '../../mongo/value/json.js';
 
 export const DOC: JsonObject = {
   _id: 1,

@@ -1,7 +1,7 @@
 /**
  * Differential tests of the expression language: random expressions over random documents,
  * 1. compiled to SQL and run on the database against the same expressions evaluated in TypeScript
- *    (expr-evaluate.ts, which filter-match.ts uses): the same values, or the same error message
+ *    (expr/evaluate.ts, which filter/match.ts uses): the same values, or the same error message
  *    for the first document that fails. Every operator, every kind of operand, null and missing.
  * 2. `$expr` on the read route against mingo's `$expr` on the same documents, on what mingo
  *    computes as MongoDB does: numbers that are present and not null (so no types compared across,
@@ -20,10 +20,10 @@
 import fc from 'fast-check';
 import { Query } from 'mingo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Json, JsonObject } from '../../db/query/errors.js';
-import { compileExpression, evaluateExpression, parseExpression } from '../../db/query/expr.js';
-import { truthy } from '../../db/query/expr-evaluate.js';
-import { Params } from '../../db/query/params.js';
+import { truthy } from '../../mongo/expr/evaluate.js';
+import { compileExpression, evaluateExpression, parseExpression } from '../../mongo/expr/parse.js';
+import type { Json, JsonObject } from '../../mongo/value/json.js';
+import { Params } from '../../mongo/value/params.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { freshCollection } from './storage-helpers.js';
 

@@ -1,14 +1,14 @@
 /**
- * The expression operators (db/query/expr*.ts, migration 0016): every case of expression-cases.ts
+ * The expression operators (mongo/expr/, migration 0016): every case of expression-cases.ts
  * three ways, which must agree: compiled to SQL and run on the database, evaluated in TypeScript
- * (what filter-match.ts runs for positional updates and projections), and as `$expr` on the read
+ * (what filter/match.ts runs for positional updates and projections), and as `$expr` on the read
  * route. Then `$expr` on every route that takes a query, where MongoDB refuses it, and hostile
  * expressions.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Json } from '../../db/query/errors.js';
-import { compileExpression, evaluateExpression, parseExpression } from '../../db/query/expr.js';
-import { Params } from '../../db/query/params.js';
+import { compileExpression, evaluateExpression, parseExpression } from '../../mongo/expr/parse.js';
+import type { Json } from '../../mongo/value/json.js';
+import { Params } from '../../mongo/value/params.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { CASES, DOC, type Expected, MISSING } from './expression-cases.js';
 import { freshCollection } from './storage-helpers.js';

@@ -1,9 +1,9 @@
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { citusInstalled } from '../../db/citus-shapes.js';
-import { purgeExpiredLoginAttempts } from '../../db/login-attempts.js';
-import type { Sql } from '../../db/sql.js';
-import { sweepExpired } from '../../db/ttl.js';
+import type { Sql } from '../../db/connection/sql.js';
+import { purgeExpiredLoginAttempts } from '../../db/platform/login-attempts.js';
+import { citusInstalled } from '../../db/storage/citus-shapes.js';
+import { sweepExpired } from '../../db/storage/ttl.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import {
   genericPlan,
@@ -381,7 +381,7 @@ describe('the per-row work the audit finds', () => {
 });
 
 describe('the scans whose per-row work the audit counts once', () => {
-  // The generic plan of an update by primary key (db/oidc-clients.ts): the index scan finds at
+  // The generic plan of an update by primary key (db/platform/oidc-clients.ts): the index scan finds at
   // most one row, so the JSON it sets is parsed once per execution, as a custom plan parses it.
   const scan = (cond: string, index = 'oidc_clients_pkey'): PlanNode => ({
     'Node Type': 'Index Scan',

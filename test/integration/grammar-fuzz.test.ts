@@ -24,7 +24,7 @@ import fc from 'fast-check';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../app.js';
-import { migrate } from '../../db/migrate.js';
+import { migrate } from '../../db/connection/migrate.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
 import { openTestDatabase, randomName } from '../helpers/app.js';
 import { createResponseChecker } from '../helpers/contract.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findCollection } from '../../db/collections.js';
-import { Statistics } from '../../db/statistics.js';
+import { findCollection } from '../../db/storage/catalog.js';
+import { Statistics } from '../../db/storage/statistics.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { freshCollection, planOfQuery } from './storage-helpers.js';
 

@@ -2,14 +2,14 @@
  * `$jsonSchema` cases: a schema, documents and whether MongoDB matches each, from MongoDB's jstests
  * (jstests/core/json_schema/*.js: assertSchemaMatch(coll, schema, doc, expected)) and the manual's
  * `$jsonSchema` page. json-schema.test.ts runs them through the read route on the database, and
- * test/unit/query/json-schema.test.ts through matchFilter. Documents carry an `_id` because MongoDB's
+ * test/unit/mongo/json-schema.test.ts through matchFilter. Documents carry an `_id` because MongoDB's
  * do (the jstests insert them): it counts for `minProperties` and `additionalProperties`.
  *
  * MongoDB's BSON types without a JSON form (NumberLong, NumberInt, ObjectId, dates) are left out or
  * written as this API reads JSON numbers: an integral number within int32 is `int`, any other
  * number `double`; `long` and `decimal` match nothing.
  */
-import type { Json, JsonObject } from '../../db/query/errors.js';
+import type { Json, JsonObject } from '../../mongo/value/json.js';
 
 export interface SchemaCase {
   name: string;

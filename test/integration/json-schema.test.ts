@@ -2,14 +2,14 @@
  * `$jsonSchema` through the front door: MongoDB's cases (json-schema-cases.ts) on the read route,
  * the other routes that take a query, the contexts MongoDB bans it from, hostile schemas, and a
  * differential of random schemas and documents between the SQL, the TypeScript evaluation
- * (filter-match.ts) and ajv where JSON Schema and MongoDB agree.
+ * (filter/match.ts) and ajv where JSON Schema and MongoDB agree.
  */
 import { Ajv } from 'ajv';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Json, JsonObject } from '../../db/query/errors.js';
-import { parseFilter } from '../../db/query/filter-ast.js';
-import { matchFilter } from '../../db/query/filter-match.js';
+import { matchFilter } from '../../mongo/filter/match.js';
+import { parseFilter } from '../../mongo/filter/parse.js';
+import type { Json, JsonObject } from '../../mongo/value/json.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { schemaCases } from './json-schema-cases.js';
 import { freshCollection } from './storage-helpers.js';

@@ -5,8 +5,8 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { idFirstJsonb, idFirstJsonbBytes } from '../../db/jsonb-id-first.js';
-import type { Sql } from '../../db/sql.js';
+import { idFirstJsonb, idFirstJsonbBytes } from '../../db/connection/jsonb-id-first.js';
+import type { Sql } from '../../db/connection/sql.js';
 import { openTestDatabase } from '../helpers/app.js';
 
 let db: Awaited<ReturnType<typeof openTestDatabase>>;

@@ -3,14 +3,14 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { catalogGuard, createCollection, findCollection } from '../../db/collections.js';
-import { countStatement } from '../../db/documents.js';
-import { openEmbedded } from '../../db/embedded.js';
-import { loadMigrations, migrate } from '../../db/migrate.js';
-import { findClient, insertClient } from '../../db/oidc-clients.js';
-import { parseFilter } from '../../db/query/filter-ast.js';
-import type { Sql } from '../../db/sql.js';
-import { createWorkplace } from '../../db/workplaces.js';
+import { openEmbedded } from '../../db/connection/embedded.js';
+import { loadMigrations, migrate } from '../../db/connection/migrate.js';
+import type { Sql } from '../../db/connection/sql.js';
+import { findClient, insertClient } from '../../db/platform/oidc-clients.js';
+import { createWorkplace } from '../../db/platform/workplaces.js';
+import { catalogGuard, createCollection, findCollection } from '../../db/storage/catalog.js';
+import { countStatement } from '../../db/storage/documents.js';
+import { parseFilter } from '../../mongo/filter/parse.js';
 import { openTestDatabase } from '../helpers/app.js';
 
 describe('migrations on the suite database', () => {

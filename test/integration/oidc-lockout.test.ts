@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../app.js';
-import { purgeExpiredLoginAttempts } from '../../db/login-attempts.js';
+import { purgeExpiredLoginAttempts } from '../../db/platform/login-attempts.js';
 import { hashSecret } from '../../secrets.js';
 import { openTestDatabase } from '../helpers/app.js';
 import {

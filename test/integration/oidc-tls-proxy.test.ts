@@ -7,8 +7,8 @@ import type { FastifyInstance } from 'fastify';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../app.js';
-import { migrate } from '../../db/migrate.js';
-import type { Sql } from '../../db/sql.js';
+import { migrate } from '../../db/connection/migrate.js';
+import type { Sql } from '../../db/connection/sql.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
 import { openTestDatabase } from '../helpers/app.js';
 import {

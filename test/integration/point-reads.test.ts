@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findCollection } from '../../db/collections.js';
-import { readStatement } from '../../db/documents.js';
-import { parseFilter } from '../../db/query/filter-ast.js';
+import { findCollection } from '../../db/storage/catalog.js';
+import { readStatement } from '../../db/storage/documents.js';
+import { parseFilter } from '../../mongo/filter/parse.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { freshCollection } from './storage-helpers.js';
 

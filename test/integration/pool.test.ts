@@ -1,12 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { DatabaseDeadlineError } from '../../db/deadline.js';
-import { openDatabase } from '../../db/open.js';
+import { DatabaseDeadlineError } from '../../db/connection/deadline.js';
+import { openDatabase } from '../../db/connection/open.js';
 
 const DATABASE_URL = process.env.DATABASE_URL;
 
 /**
- * Background maintenance (db/statistics.ts: VACUUM after bulk writes, minutes on a large table)
+ * Background maintenance (db/storage/statistics.ts: VACUUM after bulk writes, minutes on a large table)
  * reserves a connection of the pool while it runs; requests must still have DB_POOL_MAX.
  */
 describe.runIf(DATABASE_URL)('the PostgreSQL pool', () => {
@@ -29,7 +29,7 @@ describe.runIf(DATABASE_URL)('the PostgreSQL pool', () => {
   });
 });
 
-/** db/deadline.ts on a live server: what waits for a connection is dropped, what runs is left to run. */
+/** db/connection/deadline.ts on a live server: what waits for a connection is dropped, what runs is left to run. */
 describe.runIf(DATABASE_URL)('the deadline of a statement', () => {
   const DEADLINE_MS = 300;
   const open = () =>

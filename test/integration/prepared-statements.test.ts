@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STALE_CATALOG } from '../../db/catalog-cache.js';
-import { citusInstalled } from '../../db/citus-shapes.js';
-import { type CollectionRef, catalogGuard, findCollection } from '../../db/collections.js';
-import { countStatement, readStatement, type Statement } from '../../db/documents.js';
-import { parseFilter } from '../../db/query/filter-ast.js';
-import { parseSort } from '../../db/query/sort.js';
+import { type CollectionRef, catalogGuard, findCollection } from '../../db/storage/catalog.js';
+import { STALE_CATALOG } from '../../db/storage/catalog-cache.js';
+import { citusInstalled } from '../../db/storage/citus-shapes.js';
+import { countStatement, readStatement, type Statement } from '../../db/storage/documents.js';
+import { parseFilter } from '../../mongo/filter/parse.js';
+import { parseSort } from '../../mongo/sort.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { freshCollection, PLANS_NOT_ON_CITUS } from './storage-helpers.js';
 
 /**
- * Shared statement texts are prepared on PostgreSQL (db/statement-texts.ts). A prepared statement
+ * Shared statement texts are prepared on PostgreSQL (db/storage/statement-texts.ts). A prepared statement
  * is planned once per connection: it must stay right when the collection's indexes change under
  * it, and its generic plan must still use the indexes.
  */
@@ -92,7 +92,7 @@ describe.runIf(process.env.DATABASE_URL)('the catalog guard of a prepared statem
     try {
       // Past five executions: the generic plan, as a busy server runs it.
       for (let i = 0; i < 7; i++) await waiter.unsafe(text, [], { prepare: true });
-      // What an index build does (db/collections.ts lockForIndexChange): the table, then the version.
+      // What an index build does (db/storage/catalog.ts lockForIndexChange): the table, then the version.
       await builder.unsafe('begin');
       await builder.unsafe(`lock table ${c0.table} in access exclusive mode`);
       await builder.unsafe(

@@ -1,9 +1,9 @@
 /**
  * The cases of query-operators-manual.test.ts, which runs them through the API on both evaluators,
- * and of test/unit/query/filter-operands.test.ts, which runs them on filter-match.ts alone. Where
+ * and of test/unit/mongo/filter-operands.test.ts, which runs them on filter/match.ts alone. Where
  * they come from is said there.
  */
-import type { Json, JsonObject } from '../../db/query/errors.js';
+import type { Json, JsonObject } from '../../mongo/value/json.js';
 
 export interface OperatorCase {
   name: string;

@@ -9,7 +9,7 @@
  * - as a query, on a plain collection and with an index on every queried path (the SQL differs);
  * - as the query of an `$elemMatch` on an array holding each document (the SQL again, with the
  *   element as the document), and as the condition of an `$elemMatch` projection, which
- *   filter-match.ts evaluates in TypeScript: the two evaluators must agree.
+ *   filter/match.ts evaluates in TypeScript: the two evaluators must agree.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -38,7 +38,7 @@ describe.each([false, true])('query (indexed: %s)', (indexed) => {
   });
 });
 
-describe('the same condition on array elements: SQL ($elemMatch query) and filter-match ($elemMatch projection)', () => {
+describe('the same condition on array elements: SQL ($elemMatch query) and filter/match.ts ($elemMatch projection)', () => {
   it.each(OPERATOR_CASES.map((c) => [c.name, c] as const))('%s', async (_, c) => {
     const col = await freshCollection(t);
     await col.insert(c.docs.map(({ _id, ...rest }) => ({ _id, w: [rest] })));

@@ -1,7 +1,7 @@
 /**
  * One $regex, two engines: filters run it in SQL (like_regex, PostgreSQL's ARE), while $pull,
  * arrayFilters, positional $ and the $elemMatch projection run it in TypeScript (JavaScript's
- * RegExp). db/query/regex.ts writes both from one reading of the PCRE pattern; here both are held
+ * RegExp). mongo/regex/translate.ts writes both from one reading of the PCRE pattern; here both are held
  * to MongoDB's answer for every row of the shared table, through the API, with and without indexes
  * on the paths, and a property compares the two engines on random patterns from a small grammar.
  */

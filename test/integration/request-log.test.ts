@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../app.js';
-import { migrate } from '../../db/migrate.js';
+import { migrate } from '../../db/connection/migrate.js';
 import { RequestLogger } from '../../http/request-logger.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
 import { openTestDatabase, randomName } from '../helpers/app.js';

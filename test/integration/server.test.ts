@@ -5,7 +5,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MIGRATION_LOCK_KEY } from '../../db/migrate.js';
+import { MIGRATION_LOCK_KEY } from '../../db/connection/migrate.js';
 import { randomName } from '../helpers/app.js';
 import {
   ADMIN_TOKEN_PATTERN,

@@ -8,7 +8,7 @@
  */
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findCollection } from '../../db/collections.js';
+import { findCollection } from '../../db/storage/catalog.js';
 import { startTestApp, type TestApp, type TestResponse } from '../helpers/app.js';
 import { freshCollection } from './storage-helpers.js';
 

@@ -1,8 +1,8 @@
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findCollection } from '../../db/collections.js';
-import { MIGRATION_LOCK_KEY, migrate } from '../../db/migrate.js';
-import { Statistics } from '../../db/statistics.js';
+import { MIGRATION_LOCK_KEY, migrate } from '../../db/connection/migrate.js';
+import { findCollection } from '../../db/storage/catalog.js';
+import { Statistics } from '../../db/storage/statistics.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 
 const DATABASE_URL = process.env.DATABASE_URL;

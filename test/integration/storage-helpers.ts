@@ -1,10 +1,10 @@
 import { expect } from 'vitest';
-import { citusInstalled } from '../../db/citus-shapes.js';
-import { findCollection } from '../../db/collections.js';
-import { countStatement, explain, readStatement } from '../../db/documents.js';
-import { parseFilter } from '../../db/query/filter-ast.js';
-import { parseSort } from '../../db/query/sort.js';
-import type { Sql } from '../../db/sql.js';
+import type { Sql } from '../../db/connection/sql.js';
+import { findCollection } from '../../db/storage/catalog.js';
+import { citusInstalled } from '../../db/storage/citus-shapes.js';
+import { countStatement, explain, readStatement } from '../../db/storage/documents.js';
+import { parseFilter } from '../../mongo/filter/parse.js';
+import { parseSort } from '../../mongo/sort.js';
 import type { TestApp } from '../helpers/app.js';
 
 /** A fresh workplace with one collection, and shortcuts to its document operations. */

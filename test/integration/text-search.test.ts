@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../app.js';
-import { findCollection } from '../../db/collections.js';
-import { countStatement, explain, readStatement } from '../../db/documents.js';
-import { parseFilter } from '../../db/query/filter-ast.js';
-import { parseSort } from '../../db/query/sort.js';
+import { findCollection } from '../../db/storage/catalog.js';
+import { countStatement, explain, readStatement } from '../../db/storage/documents.js';
+import { parseFilter } from '../../mongo/filter/parse.js';
+import { parseSort } from '../../mongo/sort.js';
 import { hashSecret } from '../../secrets.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
 import { freshCollection } from './storage-helpers.js';

@@ -5,9 +5,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../app.js';
-import { openEmbedded } from '../../db/embedded.js';
-import { migrate } from '../../db/migrate.js';
-import { createWorkplace } from '../../db/workplaces.js';
+import { openEmbedded } from '../../db/connection/embedded.js';
+import { migrate } from '../../db/connection/migrate.js';
+import { createWorkplace } from '../../db/platform/workplaces.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
 import { randomName, startTestApp, type TestApp } from '../helpers/app.js';
 

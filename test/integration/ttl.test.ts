@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { findCollection } from '../../db/collections.js';
-import { deleteExpiredStatement, startTtlSweeper, sweepExpired } from '../../db/ttl.js';
+import { findCollection } from '../../db/storage/catalog.js';
+import { deleteExpiredStatement, startTtlSweeper, sweepExpired } from '../../db/storage/ttl.js';
 import { openTestDatabase, startTestApp, type TestApp } from '../helpers/app.js';
 import { freshCollection } from './storage-helpers.js';
 
@@ -89,7 +89,7 @@ describe('TTL indexes', () => {
     const noted: [string, number][] = [];
     const { deleted } = await sweepExpired(t.sql, 7, (table, rows) => noted.push([table, rows]));
     expect(deleted).toBe(43);
-    // Reported once per table, for the vacuum that reclaims the space (db/statistics.ts).
+    // Reported once per table, for the vacuum that reclaims the space (db/storage/statistics.ts).
     expect(noted).toEqual([[expect.stringMatching(/^"wp_\d+"\."c_\d+"$/), 43]]);
     expect(await remaining(col)).toEqual([43, 44, 45, 46, 47, 48, 49]);
   });

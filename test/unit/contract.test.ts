@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CatalogCache } from '../../db/catalog-cache.js';
-import type { Sql } from '../../db/sql.js';
-import { Statistics } from '../../db/statistics.js';
-import { WORKPLACE_NAME } from '../../db/workplaces.js';
+import type { Sql } from '../../db/connection/sql.js';
+import { WORKPLACE_NAME } from '../../db/platform/workplaces.js';
+import { CatalogCache } from '../../db/storage/catalog-cache.js';
+import { Statistics } from '../../db/storage/statistics.js';
 import { createHandlers } from '../../handlers/index.js';
 import { loadSpec, SPEC_PATH, specOperations } from '../../http/spec.js';
 

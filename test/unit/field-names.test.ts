@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MAX_DOCUMENT_DEPTH, prepareDocument } from '../../db/documents.js';
-import type { JsonObject } from '../../db/query/errors.js';
+import { MAX_DOCUMENT_DEPTH, prepareDocument } from '../../db/storage/documents.js';
+import type { JsonObject } from '../../mongo/value/json.js';
 
 /** `{"a": {"a": ... 1}}`, `levels` objects deep. */
 const nestedObjects = (levels: number) =>

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { JsonObject } from '../../db/query/errors.js';
-import { idFirst } from '../../db/query/json.js';
+import type { JsonObject } from '../../mongo/value/json.js';
+import { idFirst } from '../../mongo/value/json.js';
 
 // JSONB orders keys by length, then bytes: documents come back from PostgreSQL in that order.
 const CASES: [string, string, string][] = [

@@ -3,8 +3,8 @@
 // operator, and no operator the parser would refuse.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { SUPPORTED_QUERY_OPERATORS } from '../../db/query/filter-ast.js';
-import { SUPPORTED_UPDATE_OPERATORS } from '../../db/query/update.js';
+import { SUPPORTED_QUERY_OPERATORS } from '../../mongo/filter/parse.js';
+import { SUPPORTED_UPDATE_OPERATORS } from '../../mongo/update/update.js';
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PreparedBudget, StatementTexts } from '../../db/statement-texts.js';
+import { PreparedBudget, StatementTexts } from '../../db/storage/statement-texts.js';
 
 describe('StatementTexts', () => {
   it('gives back a text equal to the one asked for, built however it was', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { uniqueViolationOf } from '../../db/unique-violation.js';
+import { uniqueViolationOf } from '../../db/storage/unique-violation.js';
 
 // The fields postgres.js gives a 23505, as PostgreSQL 15 sends them (captured), and as Citus relays
 // a worker's violation: the shard's constraint name in the message and no constraint_name.

@@ -14,7 +14,6 @@ import {
   updateDocuments as updateRows,
 } from '../db/storage/documents.js';
 import { errors, QueryError } from '../errors.js';
-import { EncodedJson } from '../http/encoded-json.js';
 import { cursorBinding, decodeCursor, encodeCursor } from '../mongo/cursor.js';
 import { type Filter, parseFilter, textSearchOf } from '../mongo/filter/parse.js';
 import { parsePipeline } from '../mongo/pipeline/parse.js';
@@ -28,6 +27,7 @@ import { orderKeyCount, parseSort } from '../mongo/sort.js';
 import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../mongo/update/update.js';
 import type { JsonObject } from '../mongo/value/json.js';
 import { parsePath } from '../mongo/value/path.js';
+import { EncodedJson } from './encoded-json.js';
 import type { Handler, HandlerDeps } from './types.js';
 
 export const DEFAULT_LIMIT = 100;

@@ -4,7 +4,7 @@ import type { Caller } from '../db/platform/tokens.js';
 import type { CatalogCache } from '../db/storage/catalog-cache.js';
 import type { Statistics } from '../db/storage/statistics.js';
 import type { operations } from '../generated/openapi.js';
-import type { EncodedJson } from '../http/encoded-json.js';
+import type { EncodedJson } from './encoded-json.js';
 
 // Handlers read the caller from their input; it is defined with the tokens it is made from.
 export type { Caller };

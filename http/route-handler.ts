@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { EncodedJson } from '../handlers/encoded-json.js';
 import type { Handler, Input, OperationId } from '../handlers/types.js';
-import { EncodedJson } from './encoded-json.js';
 
 /** What Fastify makes of `application/json` for the bodies it serializes; bytes it sends as typed. */
 const JSON_UTF8 = 'application/json; charset=utf-8';

@@ -1,8 +1,9 @@
 import { QueryError } from '../../errors.js';
 import { bsonCompare, jsonbKeys } from '../value/compare.js';
 import { decimalText, modDecimal, roundDecimal } from '../value/decimal.js';
-import type { Json } from '../value/json.js';
-import type { Expr } from './parse.js';
+import { getOwn, isPlainObject, type Json, type JsonObject } from '../value/json.js';
+import { isInt32, typeName } from '../value/types.js';
+import type { Expr } from './ast.js';
 
 /**
  * The expression operators in TypeScript, with the semantics and messages of their SQL form
@@ -11,23 +12,6 @@ import type { Expr } from './parse.js';
  */
 
 type Value = Json | undefined;
-
-/** The type names of `$type` and of the messages (mdb.expr_type). */
-export function typeName(v: Value): string {
-  if (v === undefined) return 'missing';
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'array';
-  switch (typeof v) {
-    case 'number':
-      return Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31 ? 'int' : 'double';
-    case 'boolean':
-      return 'bool';
-    case 'string':
-      return 'string';
-    default:
-      return 'object';
-  }
-}
 
 export function truthy(v: Value): boolean {
   return v !== undefined && v !== null && v !== false && v !== 0;
@@ -139,8 +123,7 @@ function asString(op: string, a: Value): string {
 
 /** An integer operand (mdb.expr_int). */
 function int(message: string, a: Value): number {
-  if (typeof a !== 'number' || !Number.isInteger(a) || a < -(2 ** 31) || a >= 2 ** 31)
-    fail(`${message}, found: ${typeName(a)}`);
+  if (typeof a !== 'number' || !isInt32(a)) fail(`${message}, found: ${typeName(a)}`);
   return a;
 }
 
@@ -339,4 +322,55 @@ export function evaluateOperator(e: Expr & { kind: 'op' }, evaluate: (e: Expr) =
       return typeName(a);
   }
   throw new Error(`The expression operator '${op}' has no TypeScript form.`);
+}
+
+/** The value of an expression over a document; `undefined` where it is missing. */
+export function evaluateExpression(
+  e: Expr,
+  current: Json,
+  variables: ReadonlyMap<string, Json> = new Map(),
+): Json | undefined {
+  switch (e.kind) {
+    case 'literal':
+      return e.value;
+    case 'path': {
+      const base = e.variable === 'CURRENT' ? current : variables.get(e.variable);
+      return base === undefined ? undefined : getPath(base, e.segments);
+    }
+    case 'object': {
+      const out: JsonObject = {};
+      for (const [name, value] of e.fields) {
+        const v = evaluateExpression(value, current, variables);
+        if (v !== undefined) out[name] = v;
+      }
+      return out;
+    }
+    case 'array':
+      return e.items.map((i) => evaluateExpression(i, current, variables) ?? null);
+    case 'op':
+      return evaluateOperator(e, (arg) => evaluateExpression(arg, current, variables));
+  }
+}
+
+/**
+ * MongoDB's field path in expressions: through a document, the field; through an array, the path
+ * from each element that is a document (or, nested, an array), collected into an array; other
+ * elements give nothing. Numeric segments name fields, never array positions.
+ */
+export function getPath(value: Json, segments: string[]): Json | undefined {
+  if (segments.length === 0) return value;
+  if (Array.isArray(value)) {
+    const out: Json[] = [];
+    for (const element of value) {
+      if (typeof element !== 'object' || element === null) continue;
+      const v = getPath(element, segments);
+      if (v !== undefined) out.push(v);
+    }
+    return out;
+  }
+  if (isPlainObject(value)) {
+    const next = getOwn(value, segments[0] as string);
+    return next === undefined ? undefined : getPath(next, segments.slice(1));
+  }
+  return undefined;
 }

@@ -1,4 +1,6 @@
-import type { Expr, ExprContext } from './parse.js';
+import { QueryError } from '../../errors.js';
+import { toArrayLiteral } from '../value/params.js';
+import type { Expr, ExprContext } from './ast.js';
 
 /**
  * The expression operators in SQL. Every argument appears once in the SQL text (an argument
@@ -113,3 +115,33 @@ export function compileOperator(
 
 const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
 const LOWER = 'abcdefghijklmnopqrstuvwxyz';
+
+/** SQL (jsonb, NULL when missing) for an expression. */
+export function compileExpression(e: Expr, ctx: ExprContext): string {
+  switch (e.kind) {
+    case 'literal':
+      return ctx.params.json(e.value);
+    case 'path': {
+      const base = e.variable === 'CURRENT' ? ctx.current : ctx.variables?.get(e.variable);
+      if (base === undefined) throw new QueryError(`Use of undefined variable '$$${e.variable}'.`);
+      if (e.segments.length === 0) return base;
+      // One segment cannot cross an array below the document, so `->` is exact there.
+      if (e.segments.length === 1 && e.variable === 'CURRENT')
+        return `(${base} -> ${ctx.params.text(e.segments[0] as string)})`;
+      return `mdb.expr_get(${base}, ${ctx.params.typed(toArrayLiteral(e.segments), 'text[]')})`;
+    }
+    case 'object': {
+      if (e.fields.length === 0) return `'{}'::jsonb`;
+      // A field whose value is missing is left out (jsonb_build_object would store null).
+      const rows = e.fields.map(
+        ([name, value]) => `(${ctx.params.text(name)}, ${compileExpression(value, ctx)})`,
+      );
+      return `coalesce((select jsonb_object_agg(f.k, f.v) from (values ${rows.join(', ')}) as f(k, v) where f.v is not null), '{}'::jsonb)`;
+    }
+    case 'array':
+      // A missing element is null in an array, as in MongoDB.
+      return `jsonb_build_array(${e.items.map((i) => `coalesce(${compileExpression(i, ctx)}, 'null'::jsonb)`).join(', ')})`;
+    case 'op':
+      return compileOperator(e, ctx, (arg) => compileExpression(arg, ctx));
+  }
+}

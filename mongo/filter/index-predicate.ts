@@ -1,7 +1,8 @@
 import { QueryError } from '../../errors.js';
 import { isPlainObject, type Json } from '../value/json.js';
 import { parsePath } from '../value/path.js';
-import { type Cond, type Filter, parseFilter, type TypeName } from './parse.js';
+import { isInt32, type TypeName } from '../value/types.js';
+import { type Cond, type Filter, parseFilter } from './parse.js';
 
 /**
  * Partial and sparse indexes: which documents belong to one (its predicate, a filter), and whether
@@ -221,8 +222,7 @@ function rangeImplies(q: Cond, p: Cond & { op: 'cmp' }): boolean {
 }
 
 function typeOf(v: Json): TypeName[] {
-  if (typeof v === 'number')
-    return [Number.isInteger(v) && v >= -2147483648 && v <= 2147483647 ? 'int' : 'double', 'number'];
+  if (typeof v === 'number') return [isInt32(v) ? 'int' : 'double', 'number'];
   if (typeof v === 'string') return ['string'];
   if (typeof v === 'boolean') return ['bool'];
   return [];

@@ -4,8 +4,8 @@ import { compileRegexJs, translateRegex } from '../regex/translate.js';
 import { jsonEqual } from '../value/compare.js';
 import { describeValue, getOwn, isPlainObject, type Json, type JsonObject } from '../value/json.js';
 import { type Params, toArrayLiteral } from '../value/params.js';
-import { hasType } from './match.js';
-import { MAX_IN_VALUES, MAX_QUERY_DEPTH, MAX_QUERY_NODES, type TypeName, typeAlias } from './parse.js';
+import { hasType, type TypeName, typeAlias } from '../value/types.js';
+import { MAX_IN_VALUES, MAX_QUERY_DEPTH, MAX_QUERY_NODES } from './limits.js';
 
 /**
  * MongoDB's `$jsonSchema` (JSON Schema draft 4 with `bsonType`): parsed into checks, compiled to one

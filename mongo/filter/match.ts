@@ -1,9 +1,10 @@
 import { QueryError } from '../../errors.js';
-import { truthy } from '../expr/evaluate.js';
-import { evaluateExpression } from '../expr/parse.js';
+import { evaluateExpression, truthy } from '../expr/evaluate.js';
+
 import { testRegex } from '../regex/run.js';
 import { bsonCompare, jsonbKeys, typeRank } from '../value/compare.js';
 import { getOwn, isPlainObject, type Json } from '../value/json.js';
+import { hasType } from '../value/types.js';
 import { matchSchema } from './json-schema.js';
 import type { Cond, Filter, Scalar } from './parse.js';
 
@@ -187,31 +188,6 @@ function testBits(v: Json | undefined, cond: Cond & { op: 'bits' }): boolean {
   const set = cond.test.endsWith('Set');
   const bit = (k: number) => (k >= 63 ? v < 0 : ((word >> BigInt(k)) & 1n) === 1n) === set;
   return cond.test.startsWith('all') ? cond.positions.every(bit) : cond.positions.some(bit);
-}
-
-export function hasType(v: Json, t: string): boolean {
-  switch (t) {
-    case 'array':
-      return Array.isArray(v);
-    case 'object':
-      return isPlainObject(v);
-    case 'null':
-      return v === null;
-    case 'bool':
-      return typeof v === 'boolean';
-    case 'string':
-      return typeof v === 'string';
-    case 'number':
-      return typeof v === 'number';
-    case 'int':
-      return typeof v === 'number' && Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31;
-    case 'double':
-      return typeof v === 'number' && !(Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31);
-    default:
-      // long and decimal (JSON has one number type), and the BSON types with no JSON form: the
-      // compiler matches nothing for them.
-      return false;
-  }
 }
 
 /** Same-type scalars: strings by code point, as jsonpath compares them (not UTF-16 units). */

@@ -1,9 +1,12 @@
 import { QueryError } from '../../errors.js';
-import { type Expr, parseExpression } from '../expr/parse.js';
+import type { Expr } from '../expr/ast.js';
+import { parseExpression } from '../expr/parse.js';
 import { compileRegexJs, translateRegex } from '../regex/translate.js';
 import { describeValue, isPlainObject, type Json, type JsonObject } from '../value/json.js';
 import { type FieldPath, parsePath } from '../value/path.js';
+import { TYPE_ALIAS_NAMES, TYPE_CODE_NUMBERS, type TypeName, typeAlias, typeOfCode } from '../value/types.js';
 import { parseJsonSchema, type Schema } from './json-schema.js';
+import { MAX_IN_VALUES, MAX_QUERY_DEPTH, MAX_QUERY_NODES } from './limits.js';
 import { parseTextOperator, type TextSearch } from './text-search.js';
 
 /** A parsed MongoDB query filter. */
@@ -41,58 +44,6 @@ export type Cond =
 
 export type BitTest = 'allSet' | 'anySet' | 'allClear' | 'anyClear';
 
-/**
- * The types `$type` names. JSON has the first group; the others are BSON types with no JSON form,
- * which MongoDB accepts and which match nothing here.
- */
-export type TypeName =
-  | 'double'
-  | 'string'
-  | 'object'
-  | 'array'
-  | 'bool'
-  | 'null'
-  | 'int'
-  | 'long'
-  | 'decimal'
-  | 'number'
-  | 'noJsonForm';
-
-/** MongoDB's type aliases (case-sensitive) and codes, as its findBSONTypeAlias and BSONType. */
-const TYPES: readonly (readonly [alias: string, code: number, type: TypeName])[] = [
-  ['double', 1, 'double'],
-  ['string', 2, 'string'],
-  ['object', 3, 'object'],
-  ['array', 4, 'array'],
-  ['binData', 5, 'noJsonForm'],
-  ['undefined', 6, 'noJsonForm'],
-  ['objectId', 7, 'noJsonForm'],
-  ['bool', 8, 'bool'],
-  ['date', 9, 'noJsonForm'],
-  ['null', 10, 'null'],
-  ['regex', 11, 'noJsonForm'],
-  ['dbPointer', 12, 'noJsonForm'],
-  ['javascript', 13, 'noJsonForm'],
-  ['symbol', 14, 'noJsonForm'],
-  ['javascriptWithScope', 15, 'noJsonForm'],
-  ['int', 16, 'int'],
-  ['timestamp', 17, 'noJsonForm'],
-  ['long', 18, 'long'],
-  ['decimal', 19, 'decimal'],
-  ['minKey', -1, 'noJsonForm'],
-  ['maxKey', 127, 'noJsonForm'],
-];
-const TYPE_ALIASES = new Map<string, TypeName>([
-  ...TYPES.map(([a, , t]) => [a, t] as const),
-  ['number', 'number'],
-]);
-const TYPE_CODES = new Map<number, TypeName>(TYPES.map(([, c, t]) => [c, t]));
-
-/** A type alias of `$type` (and `$jsonSchema`'s `bsonType`), or undefined. */
-export function typeAlias(alias: string): TypeName | undefined {
-  return TYPE_ALIASES.get(alias);
-}
-
 export const SUPPORTED_QUERY_OPERATORS = [
   '$eq',
   '$ne',
@@ -123,10 +74,6 @@ export const SUPPORTED_QUERY_OPERATORS = [
   '$expr',
   '$text',
 ];
-
-export const MAX_QUERY_DEPTH = 32;
-export const MAX_QUERY_NODES = 1000;
-export const MAX_IN_VALUES = 1000;
 
 interface ParseState {
   nodes: number;
@@ -353,18 +300,18 @@ function parseAll(path: FieldPath, arg: Json, state: ParseState, depth: number):
 function typeName(path: FieldPath, t: Json): TypeName {
   const where = `$type on '${path.text}'`;
   if (typeof t === 'string') {
-    const name = TYPE_ALIASES.get(t);
+    const name = typeAlias(t);
     if (name === undefined)
       throw new QueryError(
-        `${where}: unknown type name alias ${JSON.stringify(t)}. Aliases: ${[...TYPE_ALIASES.keys()].join(', ')}.`,
+        `${where}: unknown type name alias ${JSON.stringify(t)}. Aliases: ${TYPE_ALIAS_NAMES.join(', ')}.`,
       );
     return name;
   }
   if (typeof t === 'number') {
-    const name = Number.isInteger(t) ? TYPE_CODES.get(t) : undefined;
+    const name = typeOfCode(t);
     if (name === undefined)
       throw new QueryError(
-        `${where}: invalid numerical type code ${t}${t === 0 ? ' (for a missing field use {"$exists": false})' : ''}. Codes: ${[...TYPE_CODES.keys()].join(', ')}.`,
+        `${where}: invalid numerical type code ${t}${t === 0 ? ' (for a missing field use {"$exists": false})' : ''}. Codes: ${TYPE_CODE_NUMBERS.join(', ')}.`,
       );
     return name;
   }

@@ -1,11 +1,11 @@
 import { QueryError } from '../../errors.js';
-import { compileExpression } from '../expr/parse.js';
-import { truthySql } from '../expr/sql.js';
+import { compileExpression, truthySql } from '../expr/sql.js';
 import type { Json } from '../value/json.js';
 import { Params } from '../value/params.js';
 import { type FieldPath, full, type Nav, navs, nullOrMissing, rootNavs } from '../value/path.js';
+import type { TypeName } from '../value/types.js';
 import { compileSchema } from './json-schema.js';
-import type { Cond, Filter, Scalar, TypeName } from './parse.js';
+import type { Cond, Filter, Scalar } from './parse.js';
 import { compileTextMatch, type TextIndexRef } from './text-search.js';
 
 /** Where an indexed path's keys live: generated columns on the collection table, or the primary key. */

@@ -1,5 +1,6 @@
 import { QueryError } from '../../errors.js';
-import { type Expr, parseExpression } from '../expr/parse.js';
+import type { Expr } from '../expr/ast.js';
+import { parseExpression } from '../expr/parse.js';
 import { type Filter, parseFilter } from '../filter/parse.js';
 import { parseSort, type SortKey } from '../sort.js';
 import { describeValue, getOwn, isPlainObject, type Json, type JsonObject } from '../value/json.js';

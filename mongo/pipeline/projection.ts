@@ -1,5 +1,6 @@
 import { QueryError } from '../../errors.js';
-import { type Expr, parseExpression } from '../expr/parse.js';
+import type { Expr } from '../expr/ast.js';
+import { parseExpression } from '../expr/parse.js';
 import { getOwn, isPlainObject, type Json } from '../value/json.js';
 import { MAX_PATH_LENGTH, MAX_PATH_SEGMENTS, splitPath } from '../value/path.js';
 

@@ -1,4 +1,6 @@
-import { compileExpression, type Expr } from '../expr/parse.js';
+import type { Expr } from '../expr/ast.js';
+import { compileExpression } from '../expr/sql.js';
+
 import { type Filter, parseFilter } from '../filter/parse.js';
 import { compileFilter } from '../filter/sql.js';
 import type { TextIndexRef } from '../filter/text-search.js';

@@ -13,15 +13,9 @@ import {
   setOwn,
 } from '../value/json.js';
 import { pullMatches, sortElements } from './array-elements.js';
-import {
-  type BitOp,
-  isIndex,
-  type ParsedUpdate,
-  PathClaims,
-  type UpdateOp,
-  type UpdatePath,
-} from './parse.js';
-import { isPositionalPath, matchedIndexOf, resolvePaths } from './positional.js';
+import { type BitOp, type ParsedUpdate, PathClaims, type UpdateOp } from './parse.js';
+import { isIndex, isPositionalPath, type UpdatePath } from './path.js';
+import { matchedIndexOf, resolvePaths } from './positional.js';
 
 /** MongoDB's limit on the nulls one update may add to pad an array up to an index. */
 export const MAX_ARRAY_PADDING = 1_500_000;

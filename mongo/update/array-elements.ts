@@ -3,7 +3,8 @@
 import { matchFilter } from '../filter/match.js';
 import { bsonCompare, jsonEqual } from '../value/compare.js';
 import { getOwn, isPlainObject, type Json } from '../value/json.js';
-import { isIndex, type PullMatcher, type PushSort, type UpdatePath } from './parse.js';
+import type { PullMatcher, PushSort } from './parse.js';
+import { isIndex, type UpdatePath } from './path.js';
 
 /** An empty array sorts below null in MongoDB; undefined stands for it among sort keys. */
 type SortKey = Json | undefined;

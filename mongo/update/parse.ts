@@ -16,19 +16,8 @@ import {
   type JsonObject,
 } from '../value/json.js';
 import { MAX_PATH_LENGTH, MAX_PATH_SEGMENTS, splitPath } from '../value/path.js';
-import {
-  checkFiltersUsed,
-  checkPositionalPath,
-  isPositionalPath,
-  parseArrayFilters,
-  positional,
-} from './positional.js';
-
-/** A dotted update path, split into segments. */
-export interface UpdatePath {
-  text: string;
-  segments: string[];
-}
+import { isIndex, isPositionalPath, parseUpdatePath, positional, type UpdatePath } from './path.js';
+import { checkFiltersUsed, checkPositionalPath, parseArrayFilters } from './positional.js';
 
 /**
  * MongoDB's three $pull forms: a plain value removes equal elements; an object whose first key is
@@ -191,29 +180,6 @@ function parseOp(op: OperatorName, path: UpdatePath, arg: Json): UpdateOp {
     case '$bit':
       return { op, path, ops: bitOps(path, arg) };
   }
-}
-
-/** Only the paths an operator updates may hold positional segments (`$`, `$[]`, `$[<id>]`). */
-export function parseUpdatePath(text: string, where: string, allowPositional = false): UpdatePath {
-  const segments = splitPath(text, {
-    empty: () => `An empty field path is not allowed (in ${where}).`,
-    length: [
-      MAX_PATH_LENGTH,
-      () => `The path '${text.slice(0, 64)}…' in ${where} is longer than ${MAX_PATH_LENGTH} characters.`,
-    ],
-    segments: [
-      MAX_PATH_SEGMENTS,
-      () => `The path '${text}' in ${where} has more than ${MAX_PATH_SEGMENTS} segments.`,
-    ],
-    emptySegment: () => `The path '${text}' in ${where} contains an empty field name.`,
-    dollarSegment: (s) => {
-      if (positional(s) === undefined)
-        return `The path '${text}' in ${where} has a field name starting with '$' ('${s}').`;
-      if (allowPositional) return undefined;
-      return `The path '${text}' in ${where} uses the positional operator '${s}', which only the paths an update operator updates may hold.`;
-    },
-  });
-  return { text, segments };
 }
 
 function numberArg(op: '$inc' | '$mul', path: UpdatePath, arg: Json): number {
@@ -471,9 +437,4 @@ export function checkStorable(value: Json, path: string, where: string, depth = 
 
 function join(path: string, key: string): string {
   return path === '' ? key : `${path}.${key}`;
-}
-
-/** MongoDB accepts only canonical indexes ("01" is a field name, and a field name on an array is an error). */
-export function isIndex(seg: string): boolean {
-  return /^(0|[1-9][0-9]*)$/.test(seg);
 }

@@ -11,24 +11,10 @@ import { type MatchDetails, matchFilter } from '../filter/match.js';
 import { type Filter, parseFilter } from '../filter/parse.js';
 import { preview } from '../value/compare.js';
 import { describeValue, getOwn, isPlainObject, type Json, type JsonObject } from '../value/json.js';
-import { isIndex, type UpdatePath } from './parse.js';
-
-export type Positional = { kind: 'first' } | { kind: 'all' } | { kind: 'filtered'; id: string };
+import { isIndex, isPositionalPath, type Positional, positional, type UpdatePath } from './path.js';
 
 /** MongoDB's identifiers: a lowercase letter, then letters and digits. */
 const IDENTIFIER = /^[a-z][a-zA-Z0-9]*$/;
-
-/** The positional operator a path segment is, if it is one. */
-export function positional(segment: string): Positional | undefined {
-  if (segment === '$') return { kind: 'first' };
-  if (!segment.startsWith('$[') || !segment.endsWith(']')) return undefined;
-  const id = segment.slice(2, -1);
-  return id === '' ? { kind: 'all' } : { kind: 'filtered', id };
-}
-
-export function isPositionalPath(path: UpdatePath): boolean {
-  return path.segments.some((s) => positional(s) !== undefined);
-}
 
 /** The checks MongoDB makes on a path's positional segments when it parses the update. */
 export function checkPositionalPath(path: UpdatePath, arrayFilters: ReadonlyMap<string, Filter>): void {

@@ -8,15 +8,8 @@ import {
   type JsonObject,
   setOwn,
 } from '../value/json.js';
-import {
-  checkStorable,
-  isModifierObject,
-  MAX_VALUE_DEPTH,
-  type ParsedUpdate,
-  PathClaims,
-  parseUpdatePath,
-  type UpdatePath,
-} from './parse.js';
+import { checkStorable, isModifierObject, MAX_VALUE_DEPTH, type ParsedUpdate, PathClaims } from './parse.js';
+import { parseUpdatePath, type UpdatePath } from './path.js';
 
 /**
  * A query condition that fixes a path's value, so an upsert's inserted document can start with it;

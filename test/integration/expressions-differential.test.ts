@@ -17,11 +17,13 @@
  *
  * Reproducing a failure: fast-check prints the counterexample and its seed (FC_SEED=<n>).
  */
+
 import fc from 'fast-check';
 import { Query } from 'mingo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { truthy } from '../../mongo/expr/evaluate.js';
-import { compileExpression, evaluateExpression, parseExpression } from '../../mongo/expr/parse.js';
+import { evaluateExpression, truthy } from '../../mongo/expr/evaluate.js';
+import { parseExpression } from '../../mongo/expr/parse.js';
+import { compileExpression } from '../../mongo/expr/sql.js';
 import type { Json, JsonObject } from '../../mongo/value/json.js';
 import { Params } from '../../mongo/value/params.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';

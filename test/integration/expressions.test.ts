@@ -5,8 +5,11 @@
  * route. Then `$expr` on every route that takes a query, where MongoDB refuses it, and hostile
  * expressions.
  */
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compileExpression, evaluateExpression, parseExpression } from '../../mongo/expr/parse.js';
+import { evaluateExpression } from '../../mongo/expr/evaluate.js';
+import { parseExpression } from '../../mongo/expr/parse.js';
+import { compileExpression } from '../../mongo/expr/sql.js';
 import type { Json } from '../../mongo/value/json.js';
 import { Params } from '../../mongo/value/params.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';

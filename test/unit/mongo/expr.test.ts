@@ -2,14 +2,12 @@
 // The expression language's parser and SQL compiler, without a database: operand forms and their
 // errors, and the SQL's shape (every request value bound, every argument written once). What the
 // operators compute, in SQL and in TypeScript, is test/integration/expressions.test.ts.
+
 import { describe, expect, it } from 'vitest';
 import { QueryError } from '../../../errors.js';
-import {
-  compileExpression,
-  MAX_EXPRESSION_DEPTH,
-  MAX_EXPRESSION_NODES,
-  parseExpression,
-} from '../../../mongo/expr/parse.js';
+import { MAX_EXPRESSION_DEPTH, MAX_EXPRESSION_NODES } from '../../../mongo/expr/ast.js';
+import { parseExpression } from '../../../mongo/expr/parse.js';
+import { compileExpression } from '../../../mongo/expr/sql.js';
 import { parseFilter } from '../../../mongo/filter/parse.js';
 import { compileFilter } from '../../../mongo/filter/sql.js';
 import { Params } from '../../../mongo/value/params.js';

@@ -84,6 +84,25 @@ function oauthErrorOfValidation(errs: FieldError[]): OAuthErrorCode {
     : 'invalid_client_metadata';
 }
 
+/**
+ * Every SQLSTATE our own SQL raises (`raise … using errcode` in db/migrations/), declared once.
+ * Custom codes use PostgreSQL's class 22 (data exception) or a class of our own (`WP`); a code is
+ * never renamed or reused for another meaning (test/unit/error-codes.test.ts checks the migrations
+ * against this list). CONTRIBUTING.md says when a new one is warranted.
+ */
+export const SQLSTATE = {
+  /**
+   * MongoDB rejected the request while the statement ran (an expression's or a pipeline's error,
+   * raised by mdb.expr_fail, mdb.agg_error, mdb.agg_check): a 400 INVALID_QUERY with its message.
+   */
+  queryRejected: '22MQ0',
+  /**
+   * A collection's catalog changed after the statement was compiled (mdb.stale_catalog): the
+   * server runs it again with a fresh catalog entry; it never reaches a client.
+   */
+  staleCatalog: 'WP001',
+} as const;
+
 /** The longest path parameter the router accepts: names are at most 64 characters, ids 36. */
 export const MAX_PATH_PARAMETER_LENGTH = 100;
 
@@ -236,9 +255,8 @@ export function toAppError(err: unknown, bodyLimit: number): AppError {
       return errors.invalidJson(message);
     case '23505':
       return new AppError(409, 'DUPLICATE_KEY', 'A unique key is already taken.', { cause: err });
-    case 'MQ400':
-      // An expression operator's error raised in SQL (migration 0016's mdb.expr_fail): MongoDB's
-      // message, the same one the TypeScript evaluation throws as a QueryError.
+    case SQLSTATE.queryRejected:
+      // MongoDB's message, the same one the TypeScript evaluation throws as a QueryError.
       return errors.invalidQuery(message);
     case 'DB_DEADLINE_EXCEEDED':
       return errors.serviceUnavailable(
@@ -253,8 +271,6 @@ export function toAppError(err: unknown, bodyLimit: number): AppError {
         err,
       );
   }
-  // Raised by the statement itself with a message for the user (migration 0017: pipelines).
-  if (code === '22MQ0') return errors.invalidQuery(message);
   // Class 22 (data exception): a value from the request that PostgreSQL cannot take, such as a
   // regex it cannot compile or a string holding \u0000. The message names the value's problem.
   if (/^22[0-9A-Z]{3}$/.test(code)) {

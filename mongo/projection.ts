@@ -1,5 +1,5 @@
 import { QueryError } from '../errors.js';
-import { type MatchDetails, matchFilter, matchPath } from './filter/match.js';
+import { elemMatchIndex, type MatchDetails, matchFilter, matchPath } from './filter/match.js';
 import { type Cond, type Filter, parseFilter, textSearchOf } from './filter/parse.js';
 import { textScoreUnavailable } from './sort.js';
 import {
@@ -161,13 +161,9 @@ export function applyProjection(
   for (const { field, cond } of projection.elemMatches ?? []) {
     const value = getOwn(doc, field);
     if (!Array.isArray(value)) continue;
-    const first = value.find((item) =>
-      cond.op === 'elemMatch'
-        ? isPlainObject(item) && matchFilter(item, cond.filter)
-        : matchPath(item, [], cond.cond),
-    );
+    const i = elemMatchIndex(value, cond);
     // No matching element: the field is left out, as MongoDB does.
-    if (first !== undefined) setOwn(out, field, [cloneJson(first)]);
+    if (i >= 0) setOwn(out, field, [cloneJson(value[i] as Json)]);
   }
   for (const field of projection.textScores ?? []) {
     if (meta.textScore === undefined) throw textScoreUnavailable(`the projection of '${field}'`);

@@ -1,5 +1,5 @@
 import type { Sql } from '../db/connection/sql.js';
-import { findCollection } from '../db/storage/catalog.js';
+import { type CollectionRef, findCollection } from '../db/storage/catalog.js';
 import { readDocuments, updateDocuments } from '../db/storage/documents.js';
 import { parseFilter } from '../mongo/filter/parse.js';
 import type { Json, JsonObject } from '../mongo/value/json.js';
@@ -27,8 +27,13 @@ export async function findUsersByLogin(
 ): Promise<JsonObject[]> {
   const lookup = await findCollection(sql, workplace, collection);
   if (!lookup.workplace || !lookup.found) return [];
+  return usersByLogin(sql, lookup.found, login);
+}
+
+/** At most two users whose `email` or `username` is `login`: two are an ambiguity, never a sign-in. */
+function usersByLogin(sql: Sql, users: CollectionRef, login: string): Promise<JsonObject[]> {
   const filter = parseFilter({ $or: [{ email: login }, { username: login }] });
-  return readDocuments(sql, lookup.found, { filter, sort: [], skip: 0, limit: 2 });
+  return readDocuments(sql, users, { filter, sort: [], skip: 0, limit: 2 });
 }
 
 export async function findUserBySubject(
@@ -63,12 +68,7 @@ export async function setUserPassword(
   const lookup = await findCollection(sql, workplace, collection);
   if (!lookup.workplace) return 'no-workplace';
   if (!lookup.found) return 'no-collection';
-  const matches = await readDocuments(sql, lookup.found, {
-    filter: parseFilter({ $or: [{ email: login }, { username: login }] }),
-    sort: [],
-    skip: 0,
-    limit: 2,
-  });
+  const matches = await usersByLogin(sql, lookup.found, login);
   const [user] = matches;
   if (!user) return 'no-user';
   if (matches.length > 1) return 'ambiguous';

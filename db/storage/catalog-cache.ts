@@ -1,10 +1,8 @@
-import { errors } from '../../errors.js';
+import { errors, SQLSTATE } from '../../errors.js';
 import { TextIndexRequired } from '../../mongo/filter/sql.js';
 import type { Sql } from '../connection/sql.js';
 import { type CollectionRef, findCollection, type Lookup } from './catalog.js';
 
-/** SQLSTATE of a guarded statement compiled from a stale entry (mdb.stale_catalog, migration 0021). */
-export const STALE_CATALOG = 'WP001';
 const MAX_ENTRIES = 10_000;
 /**
  * Each retry follows a catalog change committed during the attempt before; a request meets more than
@@ -68,7 +66,8 @@ export class CatalogCache {
         this.#entries.delete(key);
         const code = (err as { code?: unknown }).code;
         // Stale: the indexes changed, or the table is gone (collection or workplace deleted).
-        const stale = code === STALE_CATALOG || code === '42P01' || code === '42703' || code === '3F000';
+        const stale =
+          code === SQLSTATE.staleCatalog || code === '42P01' || code === '42703' || code === '3F000';
         // A text index created by another process is not in a cached entry: ask a fresh one.
         if (cached && err instanceof TextIndexRequired) continue;
         if (!stale) throw err;

@@ -1,4 +1,5 @@
 import { QueryError } from '../../errors.js';
+import { compareStrings } from '../value/compare.js';
 import { isPlainObject, type Json } from '../value/json.js';
 import { parsePath } from '../value/path.js';
 import { isInt32, type TypeName } from '../value/types.js';
@@ -186,7 +187,7 @@ function sameScalar(a: Json, b: Json): boolean {
 /** Numbers by value, strings by code point (jsonpath's order, UTF-8's byte order); nothing else. */
 function compare(a: Json, b: Json): number | undefined {
   if (typeof a === 'number' && typeof b === 'number') return a - b;
-  if (typeof a === 'string' && typeof b === 'string') return Buffer.compare(Buffer.from(a), Buffer.from(b));
+  if (typeof a === 'string' && typeof b === 'string') return compareStrings(a, b);
   return undefined;
 }
 

@@ -1,7 +1,8 @@
 import { QueryError } from '../../errors.js';
 import { testRegex } from '../regex/run.js';
 import { compileRegexJs, translateRegex } from '../regex/translate.js';
-import { jsonEqual } from '../value/compare.js';
+import { canonicalJson, jsonEqual } from '../value/compare.js';
+import { modDecimal } from '../value/decimal.js';
 import { describeValue, getOwn, isPlainObject, type Json, type JsonObject } from '../value/json.js';
 import { type Params, toArrayLiteral } from '../value/params.js';
 import { hasType, type TypeName, typeAlias } from '../value/types.js';
@@ -380,22 +381,11 @@ function parseEnum(at: string, values: Json): Json[] {
   // keeps a large enum from costing its square.
   const seen = new Set<string>();
   for (const v of values) {
-    const key = canonical(v);
+    const key = canonicalJson(v);
     if (seen.has(key)) keywordError(at, 'enum', 'array cannot contain duplicate values');
     seen.add(key);
   }
   return values;
-}
-
-/** JSON text with every object's keys sorted: equal for values jsonEqual finds equal. */
-function canonical(v: Json): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (isPlainObject(v))
-    return `{${Object.keys(v)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical(v[k] as Json)}`)
-      .join(',')}}`;
-  return JSON.stringify(v);
 }
 
 /** A `pattern` or a `patternProperties` name: PCRE without options, as the filters' `$regex`. */
@@ -445,7 +435,7 @@ function matchCheck(v: Json, c: Check): boolean {
       return type !== 'array' || compare((v as Json[]).length, c.op, c.n);
     case 'uniqueItems': {
       if (type !== 'array') return true;
-      const seen = new Set((v as Json[]).map(canonical));
+      const seen = new Set((v as Json[]).map(canonicalJson));
       return seen.size === (v as Json[]).length;
     }
     case 'itemsFrom':
@@ -509,17 +499,7 @@ function codePoints(s: string): number {
  * (`0.3` is a multiple of `0.1`).
  */
 function isMultiple(v: number, d: number): boolean {
-  const [vm, ve] = decimal(v);
-  const [dm, de] = decimal(d);
-  const e = Math.min(ve, de);
-  return (vm * 10n ** BigInt(ve - e)) % (dm * 10n ** BigInt(de - e)) === 0n;
-}
-
-/** A double as mantissa and exponent of ten, from its shortest decimal form. */
-function decimal(n: number): [bigint, number] {
-  const [digits, exp = '0'] = n.toString().split('e');
-  const [int, frac = ''] = (digits as string).split('.');
-  return [BigInt(`${int}${frac}`), Number(exp) - frac.length];
+  return modDecimal(v, d) === 0;
 }
 
 // ---------------------------------------------------------------------------------------------

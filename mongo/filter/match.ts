@@ -1,8 +1,7 @@
 import { QueryError } from '../../errors.js';
 import { evaluateExpression, truthy } from '../expr/evaluate.js';
-
 import { testRegex } from '../regex/run.js';
-import { bsonCompare, jsonbKeys, typeRank } from '../value/compare.js';
+import { bsonCompare, compareStrings, jsonbKeys, jsonEqual, typeRank } from '../value/compare.js';
 import { getOwn, isPlainObject, type Json } from '../value/json.js';
 import { hasType } from '../value/types.js';
 import { matchSchema } from './json-schema.js';
@@ -125,10 +124,12 @@ function test(r: Reached, cond: Cond): boolean | number {
   const v = r.value;
   switch (cond.op) {
     case 'eq':
-      return cond.value === null ? v === null || v === undefined : v !== undefined && equal(v, cond.value);
+      return cond.value === null
+        ? v === null || v === undefined
+        : v !== undefined && jsonEqual(v, cond.value);
     case 'in':
       return cond.values.some((x) =>
-        x === null ? v === null || v === undefined : v !== undefined && equal(v, x),
+        x === null ? v === null || v === undefined : v !== undefined && jsonEqual(v, x),
       );
     case 'cmp': {
       if (cond.value === null)
@@ -162,11 +163,7 @@ function test(r: Reached, cond: Cond): boolean | number {
     case 'elemMatch':
     case 'elemMatchValue': {
       if (r.element || !Array.isArray(v)) return false;
-      const i = v.findIndex((item) =>
-        cond.op === 'elemMatch'
-          ? isPlainObject(item) && matchFilter(item, cond.filter)
-          : matchPath(item, [], cond.cond),
-      );
+      const i = elemMatchIndex(v, cond);
       return i < 0 ? false : i;
     }
     default:
@@ -192,22 +189,22 @@ function testBits(v: Json | undefined, cond: Cond & { op: 'bits' }): boolean {
 
 /** Same-type scalars: strings by code point, as jsonpath compares them (not UTF-16 units). */
 function compareScalars(a: Exclude<Scalar, null>, b: Exclude<Scalar, null>): number {
-  if (typeof a === 'string') return Buffer.compare(Buffer.from(a), Buffer.from(b as string));
+  if (typeof a === 'string') return compareStrings(a, b as string);
   return a === b ? 0 : a < b ? -1 : 1;
 }
 
-/** jsonb equality: key order aside, objects and arrays compare whole. */
-function equal(a: Json, b: Json): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a))
-    return Array.isArray(b) && a.length === b.length && a.every((x, i) => equal(x, b[i] as Json));
-  if (isPlainObject(a)) {
-    if (!isPlainObject(b)) return false;
-    const keys = Object.keys(a);
-    return (
-      keys.length === Object.keys(b).length &&
-      keys.every((k) => Object.hasOwn(b, k) && equal(a[k] as Json, b[k] as Json))
-    );
-  }
-  return false;
+/**
+ * The index of the first element `$elemMatch` accepts, or -1: a document the query matches
+ * (`elemMatch`), or a value each operator accepts (`elemMatchValue`). The filter and the
+ * `$elemMatch` projection both ask this.
+ */
+export function elemMatchIndex(
+  items: readonly Json[],
+  cond: Cond & { op: 'elemMatch' | 'elemMatchValue' },
+): number {
+  return items.findIndex((item) =>
+    cond.op === 'elemMatch'
+      ? isPlainObject(item) && matchFilter(item, cond.filter)
+      : matchPath(item, [], cond.cond),
+  );
 }

@@ -68,10 +68,11 @@ function compareObjects(a: JsonObject, b: JsonObject, keys: (o: JsonObject) => s
 }
 
 /**
- * MongoDB compares strings by their UTF-8 bytes, which is code point order. UTF-16 code units agree
- * except that surrogates (code points above U+FFFF) must sort after U+E000..U+FFFF.
+ * Code point order, which is the order of the strings' UTF-8 bytes: MongoDB's order of strings,
+ * and jsonpath's. UTF-16 code units agree except that surrogates (code points above U+FFFF) must
+ * sort after U+E000..U+FFFF.
  */
-function compareStrings(a: string, b: string): number {
+export function compareStrings(a: string, b: string): number {
   for (let i = 0; i < Math.min(a.length, b.length); i++) {
     const x = a.charCodeAt(i);
     const y = b.charCodeAt(i);
@@ -101,4 +102,18 @@ export function isPrefix(prefix: string[], of: string[]): boolean {
 export function preview(v: Json): string {
   const text = JSON.stringify(v);
   return text.length > 100 ? `${text.slice(0, 100)}…` : text;
+}
+
+/**
+ * JSON text with every object's keys sorted: the same text for values jsonEqual finds equal (key
+ * order aside; 1 and 1.0 are one number), so that equal values can be found by hashing.
+ */
+export function canonicalJson(v: Json): string {
+  if (Array.isArray(v)) return `[${v.map(canonicalJson).join(',')}]`;
+  if (isPlainObject(v))
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson(v[k] as Json)}`)
+      .join(',')}}`;
+  return JSON.stringify(v);
 }

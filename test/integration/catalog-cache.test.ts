@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../app.js';
 import { catalogGuard, findCollection } from '../../db/storage/catalog.js';
-import { CatalogCache, STALE_CATALOG } from '../../db/storage/catalog-cache.js';
+import { CatalogCache } from '../../db/storage/catalog-cache.js';
 import { countStatement, readStatement } from '../../db/storage/documents.js';
+import { SQLSTATE } from '../../errors.js';
 import { parseFilter } from '../../mongo/filter/parse.js';
 import { parseSort } from '../../mongo/sort.js';
 import { hashSecret } from '../../secrets.js';
@@ -188,7 +189,7 @@ describe('the catalog guard', () => {
     expect(await types()).toBe(before);
     const count = (c: typeof a) => t.sql.unsafe(`select count(*) from ${c.table} where ${catalogGuard(c)}`);
     await expect(count(changed)).resolves.toHaveLength(1);
-    await expect(count(a)).rejects.toMatchObject({ code: STALE_CATALOG });
+    await expect(count(a)).rejects.toMatchObject({ code: SQLSTATE.staleCatalog });
     // Prepared, on every connection of the pool: the version is read at each execution.
     const prepared = () =>
       t.sql.unsafe(`select count(*) from ${changed.table} where ${catalogGuard(changed)}`, [], {
@@ -196,6 +197,6 @@ describe('the catalog guard', () => {
       });
     for (let i = 0; i < 12; i++) await prepared();
     await t.request({ method: 'POST', url: `${base}/a/indexes`, body: { name: 'byName', key: ['name'] } });
-    await expect(prepared()).rejects.toMatchObject({ code: STALE_CATALOG });
+    await expect(prepared()).rejects.toMatchObject({ code: SQLSTATE.staleCatalog });
   });
 });

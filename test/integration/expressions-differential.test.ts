@@ -21,6 +21,7 @@
 import fc from 'fast-check';
 import { Query } from 'mingo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SQLSTATE } from '../../errors.js';
 import { evaluateExpression, truthy } from '../../mongo/expr/evaluate.js';
 import { parseExpression } from '../../mongo/expr/parse.js';
 import { compileExpression } from '../../mongo/expr/sql.js';
@@ -183,7 +184,7 @@ async function inSql(expr: Json, docs: JsonObject[]): Promise<Outcome> {
     return { values: vs.map((v) => (v.length === 0 ? MISSING : (v[0] as Json))) };
   } catch (err) {
     const e = err as { code?: string; message: string };
-    if (e.code !== 'MQ400') throw err;
+    if (e.code !== SQLSTATE.queryRejected) throw err;
     return { error: e.message };
   }
 }

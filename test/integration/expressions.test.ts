@@ -7,6 +7,7 @@
  */
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SQLSTATE } from '../../errors.js';
 import { evaluateExpression } from '../../mongo/expr/evaluate.js';
 import { parseExpression } from '../../mongo/expr/parse.js';
 import { compileExpression } from '../../mongo/expr/sql.js';
@@ -56,7 +57,7 @@ async function inSql(expr: Json, doc: Json = DOC): Promise<Outcome> {
     return { value: v === null ? MISSING : (JSON.parse(v) as Json) };
   } catch (err) {
     const e = err as { code?: string; message: string };
-    expect(e.code, e.message).toBe('MQ400');
+    expect(e.code, e.message).toBe(SQLSTATE.queryRejected);
     return { error: e.message };
   }
 }

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CollectionRef, catalogGuard, findCollection } from '../../db/storage/catalog.js';
-import { STALE_CATALOG } from '../../db/storage/catalog-cache.js';
 import { citusInstalled } from '../../db/storage/citus-shapes.js';
 import { countStatement, readStatement, type Statement } from '../../db/storage/documents.js';
+import { SQLSTATE } from '../../errors.js';
 import { parseFilter } from '../../mongo/filter/parse.js';
 import { parseSort } from '../../mongo/sort.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
@@ -104,7 +104,7 @@ describe.runIf(process.env.DATABASE_URL)('the catalog guard of a prepared statem
       );
       await new Promise((resolve) => setTimeout(resolve, 300));
       await builder.unsafe('commit');
-      expect(await waiting).toBe(STALE_CATALOG);
+      expect(await waiting).toBe(SQLSTATE.staleCatalog);
     } finally {
       waiter.release();
       builder.release();

@@ -5,7 +5,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { OAUTH_ONLY_CODES } from '../../errors.js';
+import { OAUTH_ONLY_CODES, SQLSTATE } from '../../errors.js';
 import { loadSpec } from '../../http/spec.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -17,6 +17,7 @@ const PRODUCTION = [
   'secrets.ts',
   'handlers',
   'db',
+  'mongo',
   'http',
   'oidc',
 ];
@@ -63,5 +64,34 @@ describe('error codes', () => {
       readFileSync(join(root, 'handlers', name), 'utf8').includes('errors.clientNotFound('),
     );
     expect(callers).toEqual(['oidc-clients.ts']);
+  });
+});
+
+/**
+ * The SQLSTATEs the database's functions raise as the migrations leave them: each function's last
+ * definition (a later migration's `create or replace` supersedes an earlier one).
+ */
+function raisedSqlstates(): Map<string, string> {
+  const dir = join(root, 'db', 'migrations');
+  const lastDefinition = new Map<string, string>();
+  for (const file of readdirSync(dir).sort()) {
+    const text = readFileSync(join(dir, file), 'utf8');
+    for (const m of text.matchAll(/create (?:or replace )?function (mdb\.\w+)\([^]*?\$\$[^]*?\$\$;/gi))
+      lastDefinition.set(m[1] as string, m[0]);
+  }
+  const raised = new Map<string, string>();
+  for (const [fn, body] of lastDefinition)
+    for (const m of body.matchAll(/errcode = '([0-9A-Z]{5})'/g)) raised.set(m[1] as string, fn);
+  return raised;
+}
+
+describe('SQLSTATEs of our own SQL', () => {
+  it('are each declared once in errors.ts, and each declared one is raised', () => {
+    const raised = raisedSqlstates();
+    expect(raised.size).toBeGreaterThan(0);
+    const declared: string[] = Object.values(SQLSTATE);
+    expect(new Set(declared).size, 'a code declared twice').toBe(declared.length);
+    for (const [code, fn] of raised) expect(declared, `${fn} raises ${code}`).toContain(code);
+    for (const code of declared) expect([...raised.keys()], code).toContain(code);
   });
 });

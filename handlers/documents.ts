@@ -23,6 +23,7 @@ import {
   parseProjection,
   projectsEverything,
 } from '../mongo/projection.js';
+import { RegexSession } from '../mongo/regex/run.js';
 import { orderKeyCount, parseSort } from '../mongo/sort.js';
 import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../mongo/update/update.js';
 import type { JsonObject } from '../mongo/value/json.js';
@@ -140,16 +141,12 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
       return { status: 200, body: EncodedJson.member('result', page.result, next(page.next)) };
     }
     const page = await inCollection(params.name, params.storage_name, (c) => readPage(sql, c, options, true));
-    return {
-      status: 200,
-      body: {
-        result: page.result.map((d, i) => {
-          const textScore = page.scores?.[i];
-          return applyProjection(d, projection, textScore === undefined ? {} : { textScore });
-        }),
-        ...next(page.next),
-      },
-    };
+    // The page's projections share the request's regex budget.
+    const result = await new RegexSession().map(page.result, (d, i) => {
+      const textScore = page.scores?.[i];
+      return applyProjection(d, projection, textScore === undefined ? {} : { textScore });
+    });
+    return { status: 200, body: { result, ...next(page.next) } };
   };
 
   const createDocuments: Handler<'createDocuments'> = async ({ params, body, verbatimBody }) => {

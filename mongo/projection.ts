@@ -1,5 +1,5 @@
 import { QueryError } from '../errors.js';
-import { elemMatchIndex, type MatchDetails, matchFilter, matchPath } from './filter/match.js';
+import { elemMatchIndex, type MatchDetails, matchFilter } from './filter/match.js';
 import { type Cond, type Filter, parseFilter, textSearchOf } from './filter/parse.js';
 import { textScoreUnavailable } from './sort.js';
 import {

@@ -7,14 +7,23 @@
  * Headers of every page the provider serves, ours and oidc-provider's: never framed (no
  * clickjacking of the sign-in, consent or sign-out buttons), nothing loaded from elsewhere but the
  * client's logo. No form-action: browsers apply it to the redirects after a form post too, and the
- * sign-in ends in a redirect to the client's own URI. `script-src 'self'` lets oidc-provider's
- * form_post page add its one inline script's hash; no page of ours has a script.
+ * sign-in ends in a redirect to the client's own URI. No page runs a script but oidc-provider's
+ * form_post response, which appends its one inline script's hash to `script-src` (it does so only
+ * where the directive exists); scriptHashesOnly then drops the 'none' beside it.
  */
 export const PAGE_HEADERS: Readonly<Record<string, string>> = {
   'x-frame-options': 'DENY',
   'content-security-policy':
-    "default-src 'none'; script-src 'self'; style-src 'unsafe-inline'; img-src https: http:; frame-ancestors 'none'",
+    "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src https: http:; frame-ancestors 'none'",
 };
+
+/**
+ * A policy whose `script-src` holds script hashes besides 'none' allows exactly those scripts:
+ * 'none' must stand alone in a source list, and browsers disagree on a list that holds it and more.
+ */
+export function scriptHashesOnly(policy: string): string {
+  return policy.replace(/script-src 'none'((?: 'sha256-[A-Za-z0-9+/=]+')+)/, 'script-src$1');
+}
 
 /** What each scope gives the application, in words the person asked to allow it understands. */
 const SCOPE_WORDS: Record<string, string> = {

@@ -28,7 +28,7 @@ import { secretMatchesHash } from '../secrets.js';
 import { LIST_CLAIMS, userClaims } from './claims.js';
 import { CONTACTS, extraClientMetadata, REGISTERED_SCOPE } from './extra-client-metadata.js';
 import { generateSigningKey } from './keys.js';
-import { logoutPage, messagePage, PAGE_HEADERS } from './pages.js';
+import { logoutPage, messagePage, PAGE_HEADERS, scriptHashesOnly } from './pages.js';
 import { rotateRefreshToken } from './refresh-tokens.js';
 import { introspectionAllowed, resourceIndicators } from './resources.js';
 import { findUserBySubject, subjectOf } from './users.js';
@@ -466,6 +466,8 @@ export class ProviderRegistry {
       // Before the route runs: the form_post response adds its script's hash to this policy.
       ctx.set(PAGE_HEADERS);
       await next();
+      const policy = ctx.response.get('content-security-policy');
+      if (typeof policy === 'string') ctx.set('content-security-policy', scriptHashesOnly(policy));
       if (ctx.status === 503) ctx.set('retry-after', String(RETRY_AFTER_SECONDS));
       answerFailedBasicAuthWith401(ctx, issuer);
       // The standard scopes, which every client has: the provider's own list also holds the

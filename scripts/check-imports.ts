@@ -32,7 +32,8 @@ function layerOf(file: string): number {
         length = p.length;
       }
   });
-  if (best < 0) throw new Error(`${file} is in no layer: add its folder to LAYERS in scripts/check-imports.ts`);
+  if (best < 0)
+    throw new Error(`${file} is in no layer: add its folder to LAYERS in scripts/check-imports.ts`);
   return best;
 }
 
@@ -81,7 +82,9 @@ function cycles(graph: ReadonlyMap<string, string[]>): string[][] {
 }
 
 const files = new Set(
-  execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*.ts'], { encoding: 'utf8' })
+  execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*.ts'], {
+    encoding: 'utf8',
+  })
     .split('\n')
     .filter((f) => f !== '' && !f.endsWith('.d.ts')),
 );

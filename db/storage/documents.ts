@@ -4,15 +4,11 @@ import { keysetPredicate } from '../../mongo/cursor.js';
 import { type Filter, pinsOneId, textSearchOf } from '../../mongo/filter/parse.js';
 import { compileFilter, keyIsExact } from '../../mongo/filter/sql.js';
 import { compileTextScore } from '../../mongo/filter/text-search.js';
+import { RegexSession } from '../../mongo/regex/run.js';
 import { compileOrderKeys, orderByText, type SortKey } from '../../mongo/sort.js';
 import { keyArrayLiteral } from '../../mongo/value/bson-key.js';
-import {
-  type DocumentId,
-  idFirst,
-  isPlainObject,
-  type Json,
-  type JsonObject,
-} from '../../mongo/value/json.js';
+import { canonicalJson } from '../../mongo/value/compare.js';
+import { type DocumentId, idFirst, type Json, type JsonObject } from '../../mongo/value/json.js';
 import { Params } from '../../mongo/value/params.js';
 import { type FieldPath, rootNavs } from '../../mongo/value/path.js';
 import { idFirstJsonbBytes } from '../connection/jsonb-id-first.js';
@@ -114,17 +110,6 @@ function documentAt(index: number | undefined): string {
 
 /** JSON.stringify writes a UTF-16 unit as at most 6 bytes (`\u001f`), plus the two quotes. */
 const SHORT_ID = Math.floor((MAX_ID_BYTES - 2) / 6);
-
-/** A canonical text of an `_id`, equal for values MongoDB treats as equal (1 and 1.0; key order aside). */
-function idText(id: Json): string {
-  if (isPlainObject(id)) {
-    return `{${Object.keys(id)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${idText(id[k] as Json)}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(id);
-}
 
 export interface ReadOptions {
   filter: Filter;
@@ -448,7 +433,7 @@ export async function insertDocuments(
   const prepared = docs.map((d, i) => prepareDocument(d, i));
   const seen = new Set<string>();
   for (const d of prepared) {
-    const key = idText(d._id as Json);
+    const key = canonicalJson(d._id as Json);
     if (seen.has(key))
       throw new DuplicateKeyError(`Duplicate _id ${key} within the request; nothing was written.`);
     seen.add(key);
@@ -533,7 +518,7 @@ async function describeDuplicate(
     `select doc -> '_id' as id from ${c.table} where id in (select mdb.key(x) from jsonb_array_elements($1::text::jsonb) as x) limit 5`,
     [JSON.stringify(ids)],
   );
-  const named = rows.map((r) => idText(r.id)).join(', ');
+  const named = rows.map((r) => canonicalJson(r.id)).join(', ');
   return new DuplicateKeyError(
     `Duplicate _id ${named || '(unknown)'}: it already exists; nothing was written.`,
   );
@@ -582,13 +567,15 @@ export interface UpdateOutcome {
  * (such as $inc on a string) writes nothing.
  */
 export async function updateDocuments(sql: Sql, c: CollectionRef, plan: UpdatePlan): Promise<UpdateOutcome> {
+  // The request's one regex budget, over its documents and its attempts.
+  const regexes = new RegexSession();
   for (let attempt = 1; ; attempt++) {
     try {
       if (plan.single) {
-        const outcome = await retryingConflicts(() => updateFirst(sql, c, plan));
+        const outcome = await retryingConflicts(() => updateFirst(sql, c, plan, regexes));
         if (outcome) return outcome;
       }
-      return await retryingConflicts(() => sql.begin((tx) => updateIn(tx, c, plan)));
+      return await retryingConflicts(() => sql.begin((tx) => updateIn(tx, c, plan, regexes)));
     } catch (err) {
       if ((err as { code?: string }).code !== '23505') throw err;
       const violation = uniqueViolationOf(err);
@@ -703,7 +690,12 @@ const OPTIMISTIC_ATTEMPTS = 3;
  * and the write, it reads again; after OPTIMISTIC_ATTEMPTS, and for an upsert that found nothing,
  * it answers undefined and the transaction of updateIn decides, taking locks.
  */
-async function updateFirst(sql: Sql, c: CollectionRef, plan: UpdatePlan): Promise<UpdateOutcome | undefined> {
+async function updateFirst(
+  sql: Sql,
+  c: CollectionRef,
+  plan: UpdatePlan,
+  regexes: RegexSession,
+): Promise<UpdateOutcome | undefined> {
   const read = firstStatement(c, plan.filter, plan.sort ?? [], 'versioned');
   for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
     const row = await versionedFirst(sql, read);
@@ -713,14 +705,15 @@ async function updateFirst(sql: Sql, c: CollectionRef, plan: UpdatePlan): Promis
       return { matchedCount: 0, modifiedCount: 0, ...(plan.returning ? { document: null } : {}) };
     }
     const before = row.doc;
-    let after = plan.apply(before);
+    let after = await regexes.run(() => plan.apply(before));
     const modified = plan.modified(before, after);
     if (modified) after = prepareDocument(after);
     const outcome: UpdateOutcome = { matchedCount: 1, modifiedCount: modified ? 1 : 0 };
     // Before the write, so that an error there writes nothing.
     if (plan.returning) {
       const { which, project } = plan.returning;
-      outcome.document = project(which === 'before' ? idFirst(before) : after);
+      const returned = which === 'before' ? idFirst(before) : after;
+      outcome.document = await regexes.run(() => project(returned));
     }
     if (!modified) return outcome;
     const params = new Params();
@@ -762,7 +755,12 @@ async function matching(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
   return rows.map((r) => r.doc);
 }
 
-async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan): Promise<UpdateOutcome> {
+async function updateIn(
+  tx: TransactionSql,
+  c: CollectionRef,
+  plan: UpdatePlan,
+  regexes: RegexSession,
+): Promise<UpdateOutcome> {
   let docs = await matching(tx, c, plan);
   if (docs.length === 0 && plan.upsert) {
     // Concurrent upserts of one query would each find nothing and each insert. A lock named after
@@ -773,13 +771,14 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
     // A constant text: preparing it holds one statement per connection.
     await tx.unsafe(
       'select pg_advisory_xact_lock(hashtextextended($1, 0))',
-      [`${c.table} ${idText(plan.upsert.query)}`],
+      [`${c.table} ${canonicalJson(plan.upsert.query)}`],
       { prepare: true },
     );
     docs = await matching(tx, c, plan);
   }
   if (docs.length === 0 && plan.upsert) {
-    const doc = prepareDocument(plan.upsert.document());
+    const { upsert, returning } = plan;
+    const doc = prepareDocument(await regexes.run(() => upsert.document()));
     const params = new Params();
     const key = params.key(doc._id as Json);
     const s = shared(
@@ -793,21 +792,22 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
       matchedCount: 0,
       modifiedCount: 0,
       upsertedId: doc._id as DocumentId,
-      ...(plan.returning
-        ? { document: plan.returning.which === 'after' ? plan.returning.project(doc) : null }
+      ...(returning
+        ? { document: returning.which === 'after' ? await regexes.run(() => returning.project(doc)) : null }
         : {}),
     };
   }
   const changed: JsonObject[] = [];
   let after: JsonObject | undefined;
-  for (const doc of docs) {
+  // All the documents in one session's map, so that their regex tests go to the worker together.
+  const computed = await regexes.map(docs, (doc) => {
     // Only a changed document needs checking before it is stored; an unchanged one was stored as
     // it is (and applyUpdate already puts `_id` first).
-    let next = plan.apply(doc);
-    if (plan.modified(doc, next)) {
-      next = prepareDocument(next);
-      changed.push(next);
-    }
+    const next = plan.apply(doc);
+    return plan.modified(doc, next) ? { next: prepareDocument(next), isChanged: true } : { next };
+  });
+  for (const { next, isChanged } of computed) {
+    if (isChanged) changed.push(next);
     after ??= next;
   }
   for (let i = 0; i < changed.length; i += WRITE_BATCH) {
@@ -830,7 +830,7 @@ async function updateIn(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
     const { which, project } = plan.returning;
     const before = docs[0];
     const doc = which === 'before' ? before && idFirst(before) : after;
-    outcome.document = doc ? project(doc) : null;
+    outcome.document = doc ? await regexes.run(() => project(doc)) : null;
   }
   return outcome;
 }
@@ -849,11 +849,12 @@ export async function deleteOneDocument(
   // As updateFirst: the first match is deleted if its row is still the version read, in two
   // statements; after OPTIMISTIC_ATTEMPTS changes under it, in a transaction that locks it.
   const read = firstStatement(c, filter, sort, 'versioned');
+  const regexes = new RegexSession();
   for (let attempt = 0; attempt < OPTIMISTIC_ATTEMPTS; attempt++) {
     const row = await retryingConflicts(() => versionedFirst(sql, read));
     if (row === CITUS_CANNOT) break;
     if (!row) return undefined;
-    const projected = project(idFirst(row.doc));
+    const projected = await regexes.run(() => project(idFirst(row.doc)));
     const params = new Params();
     const s = shared(c, `delete from ${c.table} where ${atVersion(params, row.doc, row.v)}`, params.values);
     const deleted = await retryingConflicts(() => sql.unsafe(s.text, s.values, s.options));
@@ -866,7 +867,7 @@ export async function deleteOneDocument(
       const params = new Params();
       const s = shared(c, `delete from ${c.table} where id = ${params.key(doc._id as Json)}`, params.values);
       await tx.unsafe(s.text, s.values, s.options);
-      return project(idFirst(doc));
+      return regexes.run(() => project(idFirst(doc)));
     }),
   );
 }

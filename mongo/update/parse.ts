@@ -15,8 +15,7 @@ import {
   type Json,
   type JsonObject,
 } from '../value/json.js';
-import { MAX_PATH_LENGTH, MAX_PATH_SEGMENTS, splitPath } from '../value/path.js';
-import { isIndex, isPositionalPath, parseUpdatePath, positional, type UpdatePath } from './path.js';
+import { isPositionalPath, parseUpdatePath, positional, type UpdatePath } from './path.js';
 import { checkFiltersUsed, checkPositionalPath, parseArrayFilters } from './positional.js';
 
 /**

@@ -21,7 +21,7 @@ const app = Fastify({ logger: false, bodyLimit: 64 * 1024 * 1024 });
 app.post<{ Params: { name: string }; Body: { v: unknown[] } }>('/q/:name', async (request) => {
   const text = config.statements[request.params.name];
   if (!text) throw new Error(`no statement ${request.params.name}`);
-  // Keys come as {"bytea": hex} (run.ts `wire`), everything else as text.
+  // Keys come as {"bytea": hex} (baseline-statements.ts `wire`), everything else as text.
   const values = request.body.v.map((x) =>
     typeof x === 'object' && x !== null && 'bytea' in x ? Buffer.from(String(x.bytea), 'hex') : x,
   );

@@ -4,7 +4,7 @@
  * takes the API's request body, picks the values it knows are there, and runs the simplest SQL
  * that is correct for the bench's documents (not in general) as a prepared statement (postgres.js
  * tagged templates are prepared). Its tables (`id text primary key, doc jsonb`) and plain
- * expression indexes are made and filled by the orchestrator (run.ts, `seedHandWritten`).
+ * expression indexes are made and filled by the orchestrator (hand-written-setup.ts, `seedHandWritten`).
  *
  * Config (env BENCH_HAND_WRITTEN): {"databaseUrl": "...", "poolMax": 10, "schema": "..."}.
  * Prints "listening <port>" when ready.

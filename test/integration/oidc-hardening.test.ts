@@ -1,6 +1,7 @@
 // The provider's pages and endpoints as an attacker and a strict client see them: no page can be
 // framed, discovery lists only what works, failed HTTP Basic authentication is a 401 with its
 // challenge, and the pages speak to people.
+import { createHash } from 'node:crypto';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -121,10 +122,16 @@ describe('the pages', () => {
     const { headers, html } = pages.find((p) => p.name === 'form_post response') as Shown;
     expect(html).toContain(REDIRECT);
     expect(html).toMatch(/<script/);
+    // Exactly that script's hash: no 'self', no other source.
+    const script = /<script>([\s\S]*?)<\/script>/.exec(html)?.[1] as string;
+    const hash = createHash('sha256').update(script).digest('base64');
     const csp = headers.get('content-security-policy') as string;
-    expect(csp).toMatch(/script-src 'self' 'sha256-[A-Za-z0-9+/=]+'/);
+    expect(/script-src ([^;]*)/.exec(csp)?.[1]).toBe(`'sha256-${hash}'`);
     for (const other of pages.filter((p) => p.name !== 'form_post response')) {
       expect(other.html, other.name).not.toMatch(/<script/i);
+      // No script may run on the others, from anywhere.
+      const policy = other.headers.get('content-security-policy') as string;
+      expect(/script-src ([^;]*)/.exec(policy)?.[1], other.name).toBe("'none'");
     }
   });
 

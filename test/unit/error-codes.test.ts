@@ -76,7 +76,7 @@ function raisedSqlstates(): Map<string, string> {
   const lastDefinition = new Map<string, string>();
   for (const file of readdirSync(dir).sort()) {
     const text = readFileSync(join(dir, file), 'utf8');
-    for (const m of text.matchAll(/create (?:or replace )?function (mdb\.\w+)\([^]*?\$\$[^]*?\$\$;/gi))
+    for (const m of text.matchAll(/create (?:or replace )?function (mdb\.\w+)\([\s\S]*?\$\$[\s\S]*?\$\$;/gi))
       lastDefinition.set(m[1] as string, m[0]);
   }
   const raised = new Map<string, string>();

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { QueryError } from '../../../errors.js';
 import { matchFilter } from '../../../mongo/filter/match.js';
 import { parseFilter } from '../../../mongo/filter/parse.js';
-import { REGEX_TIME_LIMIT_MS } from '../../../mongo/regex/run.js';
+import { REGEX_TIME_LIMIT_MS, RegexSession } from '../../../mongo/regex/run.js';
 import { compileRegexJs, isBoundedRegex, translateRegex } from '../../../mongo/regex/translate.js';
 import { REFUSED_REGEXES, REGEX_CASES } from '../../helpers/regex-cases.js';
 
@@ -106,42 +106,64 @@ describe('a runaway pattern does not hold the process (regex/run.ts)', () => {
     expect(isBoundedRegex(compileRegexJs(pattern, options, 's'))).toBe(bounded);
   });
 
-  it('gives the same answers on the worker thread, which long strings go to', () => {
+  // A request's matching runs in its regex session, which sends what may backtrack to a worker.
+  const inSession = <R>(compute: () => R, session = new RegexSession()) => session.run(compute);
+
+  it('gives the same answers on the worker thread, which long strings go to', async () => {
     const long = `${'x'.repeat(1_000_000)}ab\n`;
-    expect(matchFilter({ s: long }, parseFilter({ s: { $regex: 'ab$' } }))).toBe(true);
-    expect(matchFilter({ s: long }, parseFilter({ s: { $regex: 'ab\\z' } }))).toBe(false);
-    expect(matchFilter({ s: long }, parseFilter({ s: { $regex: '^X', $options: 'i' } }))).toBe(true);
+    expect(await inSession(() => matchFilter({ s: long }, parseFilter({ s: { $regex: 'ab$' } })))).toBe(true);
+    expect(await inSession(() => matchFilter({ s: long }, parseFilter({ s: { $regex: 'ab\\z' } })))).toBe(
+      false,
+    );
+    expect(
+      await inSession(() => matchFilter({ s: long }, parseFilter({ s: { $regex: '^X', $options: 'i' } }))),
+    ).toBe(true);
   });
 
-  it('stops a catastrophic backtrack with a QueryError, and the next pattern still runs', () => {
+  it('refuses to test a pattern that may backtrack outside a session', () => {
+    expect(() => matchFilter({ s: `${'a'.repeat(40)}b` }, parseFilter({ s: { $regex: '(a+)+$' } }))).toThrow(
+      /outside a RegexSession/,
+    );
+  });
+
+  it('stops a catastrophic backtrack with a QueryError, and the next pattern still runs', async () => {
     const runaway = parseFilter({ s: { $regex: '(a+)+$' } });
     const started = Date.now();
-    expect(() => matchFilter({ s: `${'a'.repeat(40)}b` }, runaway)).toThrow(
+    await expect(inSession(() => matchFilter({ s: `${'a'.repeat(40)}b` }, runaway))).rejects.toThrow(
       /ran for more than \d+ ms in all/,
     );
     expect(Date.now() - started).toBeLessThan(REGEX_TIME_LIMIT_MS + 5000);
-    expect(matchFilter({ s: 'aab' }, parseFilter({ s: { $regex: '^a+b$' } }))).toBe(true);
-    expect(matchFilter({ s: 'aac' }, parseFilter({ s: { $regex: '^a+b$' } }))).toBe(false);
+    expect(await inSession(() => matchFilter({ s: 'aab' }, parseFilter({ s: { $regex: '^a+b$' } })))).toBe(
+      true,
+    );
+    expect(await inSession(() => matchFilter({ s: 'aac' }, parseFilter({ s: { $regex: '^a+b$' } })))).toBe(
+      false,
+    );
   });
 
-  it('stops a pattern whose strings each take part of the limit once they add up to it', () => {
+  it('stops a pattern whose strings each take part of the limit once they add up to it', async () => {
     // Each string backtracks for a while (milliseconds) and then fails; one alone stays far under
-    // the limit. The fastest of a few timings, on a pattern of its own (the budget is per compiled
-    // pattern) with the worker warm, is a floor for each string's time, so that enough strings are
-    // sent to pass the budget several times over however loaded the machine is.
+    // the limit. The fastest of a few timings, each in a session of its own with the worker warm,
+    // is a floor for each string's time, so that enough strings are sent to pass the budget
+    // several times over however loaded the machine is.
     const slow = parseFilter({ s: { $regex: '(a+)+$' } });
     const subject = `${'a'.repeat(20)}b`;
     let each = Number.POSITIVE_INFINITY;
     for (let i = 0; i < 5; i++) {
-      const probe = parseFilter({ s: { $regex: '(a+)+$' } });
       const one = Date.now();
-      expect(matchFilter({ s: subject }, probe)).toBe(false);
+      expect(await inSession(() => matchFilter({ s: subject }, slow))).toBe(false);
       each = Math.min(each, Math.max(1, Date.now() - one));
     }
-    const strings = Array.from({ length: Math.ceil((3 * REGEX_TIME_LIMIT_MS) / each) + 1 }, () => subject);
+    // Different strings: a session answers a string it has tested once from what it learnt.
+    const strings = Array.from(
+      { length: Math.ceil((3 * REGEX_TIME_LIMIT_MS) / each) + 1 },
+      (_, i) => `${'a'.repeat(20)}${'c'.repeat(i % 50)}b${i}`,
+    );
     const started = Date.now();
-    expect(() => matchFilter({ s: strings }, slow)).toThrow(/ran for more than \d+ ms in all/);
-    // Far less than the strings' total (3 x the limit): the budget is the pattern's, not each string's.
+    await expect(inSession(() => matchFilter({ s: strings }, slow))).rejects.toThrow(
+      /ran for more than \d+ ms in all/,
+    );
+    // Far less than the strings' total (3 x the limit): the budget is the request's, not each string's.
     expect(Date.now() - started).toBeLessThan(2 * REGEX_TIME_LIMIT_MS + 5000);
   });
 });

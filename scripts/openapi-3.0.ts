@@ -5,7 +5,7 @@
  * @apiture/openapi-down-convert does the conversion (3.0.3 header, `examples` in schemas to
  * `example`, `const` to `enum`, `type: [T, 'null']` to `nullable`, keywords 3.0 lacks dropped,
  * `$ref` siblings). The passes below cover what it leaves that this contract uses, so that the
- * result is valid 3.0: test/unit/openapi-3.0.test.ts lints it and fails on any 3.1 construct left.
+ * result is valid 3.0: test/integration/openapi-3.0.test.ts lints it and fails on any 3.1 construct left.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';

@@ -4,8 +4,9 @@ import { compilePipeline, MAX_PIPELINE_RESULTS } from '../../mongo/pipeline/sql.
 import { idFirst, type JsonObject } from '../../mongo/value/json.js';
 import { Params } from '../../mongo/value/params.js';
 import type { Sql } from '../connection/sql.js';
-import { type CollectionRef, findCollection, guardedLimit } from './catalog.js';
-import { catalogDependentColumns, type Statement } from './documents.js';
+import { type CollectionRef, findCollection } from './catalog.js';
+import type { Statement } from './documents.js';
+import { type FilterPlan, planFilter } from './plan.js';
 
 /**
  * The one statement an aggregation runs (exported so tests can EXPLAIN it). `foreign` gives the
@@ -19,19 +20,18 @@ export function aggregateStatement(
   foreign: ReadonlyMap<string, string | undefined> = new Map(),
 ): Statement {
   const params = new Params();
-  // The head of the pipeline reads the collection once (compilePipeline asks `choose` once, then
-  // `guardedLimit`): the guard goes with the columns that read used.
-  let head: ReturnType<typeof catalogDependentColumns> | undefined;
+  // The head of the pipeline reads the collection once (compilePipeline asks `plan` once, then
+  // `limit`): the guard goes with the columns that read used.
+  let head: FilterPlan | undefined;
   const text = compilePipeline(
     stages,
     {
       table: c.table,
-      choose: (filter) => {
-        head = catalogDependentColumns(c, filter);
+      plan: (filter) => {
+        head = planFilter(c, filter, params);
         return head;
       },
-      text: c.text,
-      guardedLimit: (count) => (head?.dependsOnCatalog ? guardedLimit(c, count) : undefined),
+      limit: (count) => head?.limit(count, 'if-catalog-dependent') ?? '',
       foreign: (name) => foreign.get(name),
     },
     params,

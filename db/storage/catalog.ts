@@ -1,4 +1,3 @@
-import { implies } from '../../mongo/filter/index-predicate.js';
 import type { Filter } from '../../mongo/filter/parse.js';
 import { compileJsonpathPredicate, type IndexedPath } from '../../mongo/filter/sql.js';
 import {
@@ -8,7 +7,6 @@ import {
   textWeights,
 } from '../../mongo/filter/text-search.js';
 import { type IndexKind, type IndexOptionsInput, parseIndexKind } from '../../mongo/index-options.js';
-import type { SortKey } from '../../mongo/sort.js';
 import { getOwn, isPlainObject, type Json } from '../../mongo/value/json.js';
 import { missingPredicate, multikeyPredicate, parsePath, rootNavs } from '../../mongo/value/path.js';
 import type { Sql, TransactionSql } from '../connection/sql.js';
@@ -173,11 +171,11 @@ export function deleteCollection(sql: Sql, workplace: string, name: string): Pro
   });
 }
 
-function columnPrefix(indexId: string, field: number): string {
+export function columnPrefix(indexId: string, field: number): string {
   return `i${catalogId(indexId)}_${field}`;
 }
 
-type PathLookup = (path: string) => (IndexedPath & { desc?: string }) | undefined;
+export type PathLookup = (path: string) => (IndexedPath & { desc?: string }) | undefined;
 
 const ID_PATH: IndexedPath = Object.freeze({ key: 'id', truncated: false });
 
@@ -185,7 +183,7 @@ const ID_PATH: IndexedPath = Object.freeze({ key: 'id', truncated: false });
  * Which key columns serve a path: a single-field index first (it has btrees in both directions),
  * then an index that leads with the path, then any index holding it; of equals, the first given.
  */
-function buildPathLookup(indexes: IndexRow[]): PathLookup {
+export function buildPathLookup(indexes: IndexRow[]): PathLookup {
   const map = new Map<string, IndexedPath & { desc: string; rank: number }>();
   for (const ix of indexes) {
     // A text index has no key columns; $text finds its tsvector column through textIndexRef.
@@ -205,63 +203,6 @@ function buildPathLookup(indexes: IndexRow[]): PathLookup {
     });
   }
   return (path) => (path === '_id' ? ID_PATH : map.get(path));
-}
-
-/** The key columns a compound index gives a sort over all its fields, in the sort's directions. */
-export interface CompoundOrder {
-  columns: string[];
-  /** Read backwards: right only while the index is not multikey (see `compoundOrder`). */
-  reversed: boolean;
-}
-
-/** The indexes a statement may use, and the condition that lets the planner use partial ones. */
-export interface IndexChoice {
-  indexed: PathLookup;
-  /** `"p<id>" and ` for each partial index chosen for some path, to prefix the filter with. */
-  predicate: string;
-  compound(keys: SortKey[]): CompoundOrder | undefined;
-}
-
-/**
- * The indexes a query may use: every full index, and the partial and sparse ones whose predicate
- * its filter implies (then preferred, being smaller). Their predicate columns are ANDed into the
- * statement, which changes nothing (every match satisfies them) but lets the planner prove the
- * partial btrees' condition. A partial index never serves a query it could answer incompletely.
- */
-export function indexesFor(c: CollectionRef, filter: Filter): IndexChoice {
-  const usable = c.partial.filter((p) => implies(filter, p.predicate)).map((p) => p.row);
-  const full = c.indexes.filter((ix) => !c.partial.some((p) => p.row === ix));
-  if (usable.length === 0)
-    return { indexed: c.paths, predicate: '', compound: (k) => compoundOrder(full, k) };
-  const indexed = buildPathLookup([...usable, ...full]);
-  const chosen = usable.filter((ix) =>
-    ix.key.some(([path], n) => indexed(path)?.key === `"${columnPrefix(ix.id, n)}_a"`),
-  );
-  return {
-    indexed,
-    predicate: chosen.map((ix) => `"p${catalogId(ix.id)}" and `).join(''),
-    compound: (keys) => compoundOrder([...usable, ...full], keys),
-  };
-}
-
-/**
- * A compound index serves a sort over exactly its fields in its directions, or all reversed (a
- * backward scan). Reversed, the sort uses the index's key columns although each is the other
- * direction's: a document's smallest and largest values differ only when its path holds an array,
- * so this holds only while the index is not multikey.
- */
-function compoundOrder(indexes: IndexRow[], keys: SortKey[]): CompoundOrder | undefined {
-  if (keys.length < 2) return undefined;
-  for (const ix of indexes) {
-    if (ix.key.length !== keys.length) continue;
-    if (!ix.key.every(([path], n) => path === keys[n]?.path)) continue;
-    const same = ix.key.every(([, dir], n) => dir === keys[n]?.dir);
-    const reversed = ix.key.every(([, dir], n) => dir === -(keys[n]?.dir ?? 0));
-    if (!same && !(reversed && !ix.multikey)) continue;
-    const columns = ix.key.map(([, dir], n) => `"${columnPrefix(ix.id, n)}_${dir === 1 ? 'a' : 'd'}"`);
-    return { columns, reversed: !same };
-  }
-  return undefined;
 }
 
 export type CreateIndexResult =
@@ -431,64 +372,6 @@ async function addIndexStructures(
  */
 async function lockForIndexChange(tx: TransactionSql, c: CollectionRef): Promise<void> {
   await tx.unsafe(`lock table ${c.table} in access exclusive mode`);
-}
-
-/**
- * Wraps an INSERT or UPDATE of documents so that, in the same statement, every index that is not
- * yet multikey becomes so if a written document's indexed path crosses an array. The statement
- * answers one row, `n`: the number of documents written.
- *
- * The statement carries the catalog guard (guardedLimit): which indexes are pending comes from the
- * catalog the request read, and an index created since would otherwise never learn of the arrays
- * this statement writes.
- */
-export function trackingMultikey(c: CollectionRef, dml: string): string {
-  const pending = c.indexes.filter((ix) => !ix.multikey);
-  if (pending.length === 0)
-    return `with w as (${dml} returning 1) select count(*) as n from w${guardedLimit(c, undefined)}`;
-  const flags = pending.map(
-    (ix) =>
-      `(${ix.key.map((_k, n) => `"${columnPrefix(ix.id, n)}_m"`).join(' or ')}) as "m${catalogId(ix.id)}"`,
-  );
-  const which = pending.map(
-    (ix) => `(id = ${catalogId(ix.id)} and exists (select 1 from w where w."m${ix.id}"))`,
-  );
-  return `with w as (${dml} returning ${flags.join(', ')}),
-    f as (update collection_indexes set multikey = true
-          where collection_id = ${catalogId(c.id)} and not multikey and (${which.join(' or ')}))
-    select count(*) as n from w${guardedLimit(c, undefined)}`;
-}
-
-/**
- * A condition that holds while `c.version` is its collection's catalog version, and otherwise fails
- * the statement (SQLSTATE WP001, STALE_CATALOG) so that it runs again with a fresh entry
- * (db/storage/catalog-cache.ts). It does no DDL and is as right in a prepared statement as in one parsed
- * anew (migration 0021). Statements carry it in their LIMIT (guardedLimit), never in a WHERE.
- */
-export function catalogGuard(c: CollectionRef): string {
-  const cid = catalogId(c.id);
-  // `select 1`, not a zero-column select: Citus runs this sub-select of the coordinator's catalog
-  // first and hands its rows to the worker as an intermediate result, which it cannot describe
-  // without a column (42601, "a column definition list is required").
-  return `(exists (select 1 from collections where id = ${cid} and catalog_version = ${catalogId(c.version)}) or mdb.stale_catalog(${cid}))`;
-}
-
-/**
- * A LIMIT of `count` rows (SQL; none when undefined) that first checks the catalog guard of `c`
- * (catalogGuard).
- *
- * Why a LIMIT and not a condition of the WHERE: a planner that proves the WHERE false drops the
- * whole scan with every condition in it, the guard too. PostgreSQL 17 does so for two equalities
- * of one key column with different constants (`$all: ["a", "b"]` over an index not yet multikey),
- * and that proof is right only while the index is not multikey, which is what the guard checks. A
- * Limit node evaluates its count once, before it reads its input, whatever that input is. The
- * count is evaluated with the statement's snapshot, which PostgreSQL takes after it has locked the
- * statement's tables, so a write that waited behind an index build sees the version the build
- * committed. mdb.stale_catalog is VOLATILE so that the planner, which evaluates a LIMIT's stable
- * functions to estimate it, never calls it.
- */
-export function guardedLimit(c: CollectionRef, count: string | undefined): string {
-  return ` limit (case when ${catalogGuard(c)} then ${count ?? 'null'} end)::bigint`;
 }
 
 export async function deleteIndex(sql: Sql, c: CollectionRef, name: string): Promise<boolean> {

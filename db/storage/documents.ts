@@ -1,9 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { QueryError } from '../../errors.js';
 import { keysetPredicate } from '../../mongo/cursor.js';
-import { type Filter, pinsOneId, textSearchOf } from '../../mongo/filter/parse.js';
-import { compileFilter, keyIsExact } from '../../mongo/filter/sql.js';
-import { compileTextScore } from '../../mongo/filter/text-search.js';
+import { type Filter, pinsOneId } from '../../mongo/filter/parse.js';
 import { RegexSession } from '../../mongo/regex/run.js';
 import { compileOrderKeys, orderByText, type SortKey } from '../../mongo/sort.js';
 import { keyArrayLiteral } from '../../mongo/value/bson-key.js';
@@ -13,8 +11,9 @@ import { Params } from '../../mongo/value/params.js';
 import { type FieldPath, rootNavs } from '../../mongo/value/path.js';
 import { idFirstJsonbBytes } from '../connection/jsonb-id-first.js';
 import { CONFLICT_ATTEMPTS, retryingConflicts, type Sql, type TransactionSql } from '../connection/sql.js';
-import { type CollectionRef, guardedLimit, indexesFor, trackingMultikey } from './catalog.js';
+import type { CollectionRef } from './catalog.js';
 import { citusCannotRun } from './citus-shapes.js';
+import { type Guard, pinsUniqueIndex, planFilter, trackingMultikey } from './plan.js';
 import type { RunOptions } from './statement-texts.js';
 import { uniqueViolationOf } from './unique-violation.js';
 
@@ -122,13 +121,6 @@ export interface ReadOptions {
   textScore?: boolean;
 }
 
-/** The `$text` score of the filter's search over the collection's text index, when both exist. */
-function textScoreOf(c: CollectionRef, filter: Filter, params: Params): (() => string) | undefined {
-  const search = textSearchOf(filter);
-  const index = c.text;
-  return search && index ? () => compileTextScore(search, index, params) : undefined;
-}
-
 export interface Statement {
   text: string;
   values: (string | Buffer)[];
@@ -150,11 +142,9 @@ function shared(c: CollectionRef, text: string, values: (string | Buffer)[]): St
  */
 export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false): Statement {
   const params = new Params();
-  const columns = catalogDependentColumns(c, o.filter);
-  const where =
-    columns.predicate + compileFilter(o.filter, { params, indexed: columns.indexed, text: c.text });
-  const score = textScoreOf(c, o.filter, params);
-  const order = compileOrderKeys(o.sort, { ...columns, textScore: score }, params);
+  const plan = planFilter(c, o.filter, params);
+  const score = plan.textScore;
+  const order = compileOrderKeys(o.sort, plan.columns, params);
   const keyset = o.after ? `(${keysetPredicate(order, o.after, params)}) and ` : '';
   // A filter that pins `_id`, or every field of a unique index, matches at most one document, so
   // no page can follow: the lookups users send most run without the keys and the extra row.
@@ -162,7 +152,7 @@ export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false)
   const single = byIndex || pinsOneId(o.filter);
   // A unique index is one only while no document holds an array on its paths (its btree leaves
   // those out), which the catalog says and the guard checks.
-  const guard = guarded && (columns.dependsOnCatalog || byIndex);
+  const guard: Guard = !guarded ? 'never' : byIndex ? 'always' : 'if-catalog-dependent';
   const keys =
     (single ? '' : `, ${order.map((k, i) => `${k.sql} as k${i}`).join(', ')}`) +
     (o.textScore && score ? `, ${score()} as s` : '');
@@ -171,38 +161,15 @@ export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false)
   // which the planner then costs as skipping a tenth of the matches, finds dearer than a custom
   // plan and never uses, so every execution was planned again.
   const offset = o.skip > 0 ? ` offset ${params.int(o.skip)}` : '';
-  const text = `select doc${keys} from ${c.table} where ${keyset}${where} order by ${orderByText(order)}${offset}${limitClause(c, guard, params.int(limit))}`;
+  const text = `select doc${keys} from ${c.table} where ${keyset}${plan.where} order by ${orderByText(order)}${offset}${plan.limit(params.int(limit), guard)}`;
   return shared(c, text, params.values);
-}
-
-/**
- * Whether the filter's top-level conditions pin every field of a unique index to one exact key: an
- * index that is not multikey (its unique btree holds every document then), neither partial nor
- * sparse, and values other than null whose keys are exact in its (cut) key columns.
- */
-function pinsUniqueIndex(c: CollectionRef, filter: Filter): boolean {
-  const pinned = new Set<string>();
-  for (const f of filter.kind === 'and' ? filter.children : [filter]) {
-    if (f.kind !== 'field' || f.cond.op !== 'eq') continue;
-    const v = f.cond.value;
-    if (v !== null && keyIsExact({ truncated: true }, v)) pinned.add(f.path.text);
-  }
-  if (pinned.size === 0) return false;
-  return c.indexes.some(
-    (ix) =>
-      ix.is_unique &&
-      !ix.multikey &&
-      !c.partial.some((p) => p.row === ix) &&
-      ix.key.every(([path, dir]) => dir !== 'text' && pinned.has(path)),
-  );
 }
 
 export function countStatement(c: CollectionRef, filter: Filter, guarded = false): Statement {
   const params = new Params();
-  const columns = catalogDependentColumns(c, filter);
-  const where = columns.predicate + compileFilter(filter, { params, indexed: columns.indexed, text: c.text });
-  const guard = guarded && columns.dependsOnCatalog ? guardedLimit(c, undefined) : '';
-  return shared(c, `select count(*) as n from ${c.table} where ${where}${guard}`, params.values);
+  const plan = planFilter(c, filter, params);
+  const guard = plan.limit(undefined, guarded ? 'if-catalog-dependent' : 'never');
+  return shared(c, `select count(*) as n from ${c.table} where ${plan.where}${guard}`, params.values);
 }
 
 /** More distinct values than this is an error rather than a response of unbounded size. */
@@ -217,16 +184,14 @@ export const MAX_DISTINCT_VALUES = 10_000;
  */
 function distinctStatement(c: CollectionRef, key: FieldPath, filter: Filter, guarded = false): Statement {
   const params = new Params();
-  const columns = catalogDependentColumns(c, filter);
-  const where = columns.predicate + compileFilter(filter, { params, indexed: columns.indexed, text: c.text });
-  const guard = guarded && columns.dependsOnCatalog;
+  const plan = planFilter(c, filter, params);
   const navsRef = params.jsonpathArray(rootNavs(key));
   const text = `select e.v from ${c.table}
     cross join lateral unnest(${navsRef}) as n(p)
     cross join lateral jsonb_path_query(doc, n.p) as t(v)
     cross join lateral jsonb_array_elements(case when jsonb_typeof(t.v) = 'array' then t.v else jsonb_build_array(t.v) end) as e(v)
-    where ${where}
-    group by e.v order by mdb.key(e.v), e.v${limitClause(c, guard, params.int(MAX_DISTINCT_VALUES + 1))}`;
+    where ${plan.where}
+    group by e.v order by mdb.key(e.v), e.v${plan.limit(params.int(MAX_DISTINCT_VALUES + 1), guarded ? 'if-catalog-dependent' : 'never')}`;
   return shared(c, text, params.values);
 }
 
@@ -244,43 +209,6 @@ export async function distinctValues(
       `'${key.text}' has more than ${MAX_DISTINCT_VALUES} distinct values under the query; narrow the query and ask in parts.`,
     );
   return rows.map((r) => r.v);
-}
-
-/**
- * The collection's key columns, noting whether the statement used one whose SQL is right only
- * while the catalog says what it said: an index that has not gone multikey, whose key conditions
- * are then exact btree ranges that would miss documents with arrays on the path. Other columns
- * cannot give a wrong answer from a stale entry: `_id`'s is the primary key, a multikey index's
- * conditions hold whatever is written, and a dropped index's columns fail the statement (42703),
- * which the catalog cache retries.
- */
-export function catalogDependentColumns(c: CollectionRef, filter: Filter) {
-  const choice = indexesFor(c, filter);
-  const columns = {
-    dependsOnCatalog: false,
-    predicate: choice.predicate,
-    indexed(path: string) {
-      const idx = choice.indexed(path);
-      if (idx && idx.key !== 'id' && !idx.multikey) columns.dependsOnCatalog = true;
-      return idx;
-    },
-    compound(keys: SortKey[]) {
-      const order = choice.compound(keys);
-      if (order?.reversed) columns.dependsOnCatalog = true;
-      return order;
-    },
-  };
-  return columns;
-}
-
-/**
- * A read's LIMIT of `count` rows, carrying the catalog guard (guardedLimit) when `guarded`. Only
- * reads whose SQL depends on the catalog carry it. It reads the catalog version with the
- * statement's own snapshot, the one its rows are read with, so a read never runs on a catalog
- * other than the one it was compiled from.
- */
-function limitClause(c: CollectionRef, guarded: boolean, count: string): string {
-  return guarded ? guardedLimit(c, count) : ` limit ${count}`;
 }
 
 export interface Page<T> {
@@ -389,11 +317,10 @@ export async function explain(sql: Sql, s: Statement): Promise<string> {
 
 export async function deleteDocuments(sql: Sql, c: CollectionRef, filter: Filter): Promise<number> {
   const params = new Params();
-  const choice = indexesFor(c, filter);
-  const where = choice.predicate + compileFilter(filter, { params, indexed: choice.indexed, text: c.text });
+  const plan = planFilter(c, filter, params);
   const s = shared(
     c,
-    `with w as (delete from ${c.table} where ${where} returning 1) select count(*) as n from w${guardedLimit(c, undefined)}`,
+    `with w as (delete from ${c.table} where ${plan.where} returning 1) select count(*) as n from w${plan.limit(undefined, 'always')}`,
     params.values,
   );
   try {
@@ -406,7 +333,7 @@ export async function deleteDocuments(sql: Sql, c: CollectionRef, filter: Filter
   // on a row changed meanwhile, as the DELETE's own conditions would), then deleted by `id`.
   const locked = shared(
     c,
-    `delete from ${c.table} where id in (select id from ${c.table} where ${where} order by id${guardedLimit(c, undefined)} for update)`,
+    `delete from ${c.table} where id in (select id from ${c.table} where ${plan.where} order by id${plan.limit(undefined, 'always')} for update)`,
     params.values,
   );
   const deleted = await retryingConflicts(() => sql.unsafe(locked.text, locked.values, locked.options));
@@ -639,16 +566,13 @@ function firstStatement(
   mode: 'locking' | 'versioned' | 'plain',
 ): Statement {
   const params = new Params();
-  const choice = indexesFor(c, filter);
-  const where = choice.predicate + compileFilter(filter, { params, indexed: choice.indexed, text: c.text });
-  const orderBy = orderByText(
-    compileOrderKeys(sort, { ...choice, textScore: textScoreOf(c, filter, params) }, params),
-  );
+  const plan = planFilter(c, filter, params);
+  const orderBy = orderByText(compileOrderKeys(sort, plan.columns, params));
   const columns = mode === 'versioned' ? 'doc, xmin::text as v' : 'doc';
   const lock = mode === 'locking' ? ' for update' : '';
   return shared(
     c,
-    `select ${columns} from ${c.table} where ${where} order by ${orderBy}${guardedLimit(c, '1')}${lock}`,
+    `select ${columns} from ${c.table} where ${plan.where} order by ${orderBy}${plan.limit('1', 'always')}${lock}`,
     params.values,
   );
 }
@@ -736,14 +660,12 @@ async function matching(tx: TransactionSql, c: CollectionRef, plan: UpdatePlan):
   }
   const max = plan.maxMatches ?? MAX_UPDATE_MATCHES;
   const params = new Params();
-  const choice = indexesFor(c, plan.filter);
-  const where =
-    choice.predicate + compileFilter(plan.filter, { params, indexed: choice.indexed, text: c.text });
+  const planned = planFilter(c, plan.filter, params);
   // The guard on the first statement is enough: the lock it takes keeps index changes out until
   // the transaction ends.
   const s = shared(
     c,
-    `select doc from ${c.table} where ${where} order by id${guardedLimit(c, params.int(max + 1))} for update`,
+    `select doc from ${c.table} where ${planned.where} order by id${planned.limit(params.int(max + 1), 'always')} for update`,
     params.values,
   );
   const rows = await tx.unsafe<{ doc: JsonObject }[]>(s.text, s.values, s.options);

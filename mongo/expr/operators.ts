@@ -7,7 +7,7 @@ import { describeValue, getOwn, isPlainObject, type Json } from '../value/json.j
  * An operator's operand is an array of arguments, or one argument that is not an array.
  */
 
-/** A parsed expression, as expr.ts makes it; kept abstract here so this module needs no cycle. */
+/** A parsed expression, as expr/parse.ts makes it; kept abstract here so this module needs no cycle. */
 type ParseArg<E> = (raw: unknown) => E;
 type OperandParser = <E>(operand: Json, where: string, parseArg: ParseArg<E>, op: string) => E[];
 
@@ -102,7 +102,7 @@ const parseTrim: OperandParser = (operand, where, parseArg, op) => {
   return chars === undefined ? [parseArg(input)] : [parseArg(input), parseArg(chars)];
 };
 
-/** Every operator but `$literal` (expr.ts), with its operand form. */
+/** Every operator but `$literal` (expr/parse.ts), with its operand form. */
 export const EXPRESSION_OPERATORS: ReadonlyMap<string, OperandParser> = new Map<string, OperandParser>([
   ['$add', variadic],
   ['$subtract', arity(2)],

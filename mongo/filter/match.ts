@@ -12,7 +12,7 @@ import type { Cond, Filter, Scalar } from './parse.js';
  * `$elemMatch` projection's condition on each element, and the positional `$` projection's query.
  * Reads filter in SQL; this runs on the page read, on documents the SQL already chose, and follows
  * the compiler's semantics (filter/sql.ts) so both agree on what matches.
- * `$regex` runs the JavaScript form regex.ts compiled beside the SQL one, on strings only, and
+ * `$regex` runs the JavaScript form regex/translate.ts compiled beside the SQL one, on strings only, and
  * through regex/run.ts, which keeps a runaway pattern from holding the process.
  */
 

@@ -3,7 +3,6 @@ import { compileExpression } from '../expr/sql.js';
 
 import { type Filter, parseFilter } from '../filter/parse.js';
 import { compileFilter } from '../filter/sql.js';
-import type { TextIndexRef } from '../filter/text-search.js';
 import { compileOrderKeys, documentSortKey, orderByText, type SortColumns, type SortKey } from '../sort.js';
 import type { Json } from '../value/json.js';
 import { type Params, toArrayLiteral } from '../value/params.js';
@@ -20,17 +19,12 @@ export interface PipelineSource {
   /** The collection's table (from catalog ids). */
   table: string;
   /**
-   * The key columns read's statements use for a filter, and the condition that lets the planner
-   * use the partial indexes the filter implies (a prefix of the WHERE, possibly '').
+   * The head's read of the collection as a read's statement plans it (db/storage/plan.ts): its
+   * WHERE, with its values bound in the pipeline's params, and the key columns its ORDER BY may use.
    */
-  choose(filter: Filter): SortColumns & { predicate: string };
-  /** The collection's text index, for a `$text` in the leading $match. */
-  text?: TextIndexRef | undefined;
-  /**
-   * The head's LIMIT of `count` rows (none when undefined) carrying the catalog guard, when the
-   * head's SQL used a catalog-dependent column; else undefined. Asked last.
-   */
-  guardedLimit(count: string | undefined): string | undefined;
+  plan(filter: Filter): { where: string; columns: SortColumns };
+  /** The head's ` limit …` of `count` rows (none when undefined), with the catalog guard it needs. Asked last. */
+  limit(count: string | undefined): string;
   /** The table of a collection of the same workplace, for $lookup; undefined when it does not exist. */
   foreign(name: string): string | undefined;
 }
@@ -83,10 +77,7 @@ class Chain {
         : filters.length === 1
           ? (filters[0] as Filter)
           : { kind: 'and', children: filters };
-    const columns = this.src.choose(filter);
-    const where =
-      columns.predicate +
-      compileFilter(filter, { params: this.params, indexed: columns.indexed, text: this.src.text });
+    const { where, columns } = this.src.plan(filter);
     const ordered = sort !== undefined || window !== undefined;
     const order = ordered ? orderByText(compileOrderKeys(sort ?? [], columns, this.params)) : '';
     const n = sort ? `int8send(row_number() over (order by ${order}))` : 'id';
@@ -99,8 +90,8 @@ class Chain {
   window(w: Window | undefined, head = false): string {
     const offset = w?.offset ? ` offset ${this.params.int(w.offset)}` : '';
     const count = w?.limit === undefined ? undefined : this.params.int(w.limit);
-    const guarded = head ? this.src.guardedLimit(count) : undefined;
-    return `${offset}${guarded ?? (count === undefined ? '' : ` limit ${count}`)}`;
+    if (head) return `${offset}${this.src.limit(count)}`;
+    return `${offset}${count === undefined ? '' : ` limit ${count}`}`;
   }
 
   stages(stages: Stage[], input: string): string {

@@ -9,23 +9,15 @@ import { parseFilter } from '../../mongo/filter/parse.js';
 import { compileFilter } from '../../mongo/filter/sql.js';
 import { compileOrderKeys, orderByText, parseSort } from '../../mongo/sort.js';
 import { Params } from '../../mongo/value/params.js';
-import type { Bench } from './context.js';
+import type { Bench, Captured, Wire } from './context.js';
 import { partitions, UPDATE_MATCHES, VARIANTS } from './data.js';
 import { READS } from './scenarios/reads.js';
 import { findOneAndUpdateBody } from './scenarios/writes.js';
 
 /** A statement's bound value: text, or key bytes (mongo/value/params.ts binds keys as bytea). */
 type Bound = string | Buffer;
-/** A bound value as JSON carries it to the baseline server (baseline.ts turns `bytea` back into bytes). */
-type Wire = string | { bytea: string };
 const wire = (values: Bound[]): Wire[] =>
   values.map((v) => (typeof v === 'string' ? v : { bytea: v.toString('hex') }));
-
-/** The SQL our compiler produces for each scenario, and each variant's bound values: what the baseline runs. */
-export interface Captured {
-  statements: Record<string, string>;
-  values: Map<string, Wire[][]>;
-}
 
 /**
  * The API's read statement as a hand-written server would run it: the page alone, without the

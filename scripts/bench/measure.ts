@@ -7,7 +7,7 @@ import type { ChildProcess } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import autocannon from 'autocannon';
-import { type Bench, jsonHeaders } from './context.js';
+import { type Bench, type Figures, jsonHeaders, type Row } from './context.js';
 import { handRatioWithSpread, ratioWithSpread } from './report.js';
 
 /**
@@ -98,39 +98,6 @@ async function machineBusyMs(): Promise<number> {
 
 // ---------------------------------------------------------------------------------------------
 // Figures
-
-export interface Figures {
-  rps: number;
-  p50: number;
-  p99: number;
-  /** Mean latency in ms (p50 and p99 are whole milliseconds). */
-  mean?: number;
-  /** The server's CPU time (user + system) per request, in microseconds. */
-  cpu?: number;
-  /** PostgreSQL's (all its processes), in microseconds per request. */
-  pg?: number;
-  /** The whole machine's busy CPU time (every process, every core), in microseconds per request. */
-  machine?: number;
-  requests?: number;
-}
-
-export interface Row {
-  scenario: string;
-  api: Figures;
-  base?: Figures;
-  rssPeak: number;
-  unit?: string;
-  /** The median of API / baseline over the alternating pairs of runs (requests/s, and p99). */
-  ratio?: number;
-  p99Ratio?: number;
-  /** The requests/s ratio of each pair: how far a median near a target is from it, run to run. */
-  pairRatios?: number[];
-  /** The hand-written server (hand-written.ts), with the API / hand-written ratios as above. */
-  hand?: Figures;
-  handRatio?: number;
-  handP99Ratio?: number;
-  handPairRatios?: number[];
-}
 
 export async function timeIt(f: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();

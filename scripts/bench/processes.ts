@@ -10,29 +10,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type postgres from 'postgres';
-import { type Bench, call } from './context.js';
+import { type Bench, call, type Processes, type Started } from './context.js';
 import type { Options } from './options.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
-/** What the run started and must remove. */
-export interface Processes {
-  /** The servers' logs: `<logDir>/<name>.log`. */
-  logDir: string;
-  /** The embedded database's directory. */
-  dataDir?: string;
-  children: ChildProcess[];
-}
-
 /** The hand-written server's schema: its own tables in the bench's database, dropped at the end. */
 export const handSchema = (workplace: string) => `hw_${workplace}`;
-
-/** A server started: its address, and its process. */
-export interface Started {
-  url: string;
-  pid: number;
-  child: ChildProcess;
-}
 
 /**
  * Starts one of the two servers (a TypeScript entry point) in its own process with NODE_FLAGS, its

@@ -1,15 +1,5 @@
 /** What the scenarios measured, as the ratios, the targets' PASS/FAIL and the tables printed at the end. */
-import type { Bench } from './context.js';
-import type { Figures, Row } from './measure.js';
-
-/** What the scenarios measured, for the report. */
-export interface Results {
-  rows: Row[];
-  scaling: { name: string; sameWork: boolean; small: Figures; large: Figures }[];
-  targets: [string, boolean, string][];
-  /** With --workers N > 1: each large read scenario's figures with one API process and with N. */
-  workers: { name: string; one: Figures; many: Figures }[];
-}
+import type { Bench, Figures, Results, Row } from './context.js';
 
 /** How much slower the large collection answers: mean latency, which p50's whole ms would blur. */
 export function latencyRatio(small: Figures, large: Figures): number {

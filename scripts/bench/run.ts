@@ -20,26 +20,19 @@
  * The servers' logs go to files in a temporary directory (named at the end), not through a pipe
  * to this process: reading them here would take CPU from the load generator for the API only.
  *
- * This file runs the steps in order; options.ts reads the command line, processes.ts starts and
- * stops the servers, data.ts seeds, measure.ts measures, report.ts prints, and scenarios/ holds
- * the scenarios, a file per family.
+ * This file runs the steps in order; options.ts reads the command line, context.ts holds what the
+ * steps share, processes.ts starts and stops the servers, data.ts seeds, measure.ts measures,
+ * report.ts prints, and scenarios/ holds the scenarios, a file per family.
  */
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
-import { type Captured, captureStatements } from './baseline-statements.js';
-import type { Bench } from './context.js';
+import { captureStatements } from './baseline-statements.js';
+import type { Bench, Captured, Processes, Results } from './context.js';
 import { randomWorkplaceName, seedWorkplace, settle } from './data.js';
 import { checkHandWritten, checkHandWrittenWrites, seedHandWritten } from './hand-written-setup.js';
 import { parseOptions, selected } from './options.js';
-import {
-  cleanUp,
-  type Processes,
-  prepareDirectories,
-  startBaseline,
-  startHandWritten,
-  startServer,
-} from './processes.js';
-import { type Results, report } from './report.js';
+import { cleanUp, prepareDirectories, startBaseline, startHandWritten, startServer } from './processes.js';
+import { report } from './report.js';
 import { runGroupAggregate } from './scenarios/aggregate.js';
 import { runBulkCreate } from './scenarios/bulk-create.js';
 import { runCursorWalk } from './scenarios/cursor-walk.js';

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../app.js';
-import { catalogGuard, findCollection } from '../../db/storage/catalog.js';
+import { findCollection } from '../../db/storage/catalog.js';
 import { CatalogCache } from '../../db/storage/catalog-cache.js';
 import { countStatement, readStatement } from '../../db/storage/documents.js';
+import { catalogGuard } from '../../db/storage/plan.js';
 import { SQLSTATE } from '../../errors.js';
 import { parseFilter } from '../../mongo/filter/parse.js';
 import { parseSort } from '../../mongo/sort.js';

@@ -8,8 +8,9 @@ import { loadMigrations, migrate } from '../../db/connection/migrate.js';
 import type { Sql } from '../../db/connection/sql.js';
 import { findClient, insertClient } from '../../db/platform/oidc-clients.js';
 import { createWorkplace } from '../../db/platform/workplaces.js';
-import { catalogGuard, createCollection, findCollection } from '../../db/storage/catalog.js';
+import { createCollection, findCollection } from '../../db/storage/catalog.js';
 import { countStatement } from '../../db/storage/documents.js';
+import { catalogGuard } from '../../db/storage/plan.js';
 import { parseFilter } from '../../mongo/filter/parse.js';
 import { openTestDatabase } from '../helpers/app.js';
 

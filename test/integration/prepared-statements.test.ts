@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type CollectionRef, catalogGuard, findCollection } from '../../db/storage/catalog.js';
+import { type CollectionRef, findCollection } from '../../db/storage/catalog.js';
 import { citusInstalled } from '../../db/storage/citus-shapes.js';
 import { countStatement, readStatement, type Statement } from '../../db/storage/documents.js';
+import { catalogGuard } from '../../db/storage/plan.js';
 import { SQLSTATE } from '../../errors.js';
 import { parseFilter } from '../../mongo/filter/parse.js';
 import { parseSort } from '../../mongo/sort.js';

@@ -3,7 +3,8 @@
 // operator, and no operator the parser would refuse.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { SUPPORTED_QUERY_OPERATORS } from '../../mongo/filter/parse.js';
+import { QueryError } from '../../errors.js';
+import { parseFilter, SUPPORTED_QUERY_OPERATORS } from '../../mongo/filter/parse.js';
 import { SUPPORTED_UPDATE_OPERATORS } from '../../mongo/update/update.js';
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
@@ -56,5 +57,41 @@ describe.each(documents)('the operators listed in %s', (_name, lists) => {
   it('are the supported update operators, with the modifiers of $push and $addToSet', () => {
     const listed = [...operators(lists.update)].filter((op) => !MODIFIERS.includes(op));
     expect(listed.sort()).toEqual([...SUPPORTED_UPDATE_OPERATORS].sort());
+  });
+});
+
+/**
+ * MongoDB's query operators (its manual's "Query Predicates" list): each is supported or listed as
+ * not supported, so the lists cannot forget one nor call a supported one unsupported.
+ */
+const MONGODB_QUERY_OPERATORS = [
+  ...['$eq', '$gt', '$gte', '$in', '$lt', '$lte', '$ne', '$nin'],
+  ...['$and', '$not', '$nor', '$or', '$exists', '$type'],
+  ...['$expr', '$jsonSchema', '$mod', '$regex', '$text', '$where'],
+  ...['$geoIntersects', '$geoWithin', '$near', '$nearSphere'],
+  ...['$all', '$elemMatch', '$size', '$bitsAllClear', '$bitsAllSet', '$bitsAnyClear', '$bitsAnySet'],
+  '$comment',
+];
+
+const unsupported: [string, Set<string>][] = [
+  ['README.md', operators(between(read('README.md'), '- Not supported:', '\n'))],
+  ['openapi.yaml (Documents tag)', operators(between(read('openapi.yaml'), 'Not supported:', '. These'))],
+];
+
+describe.each(unsupported)('the operators %s calls not supported', (_name, listed) => {
+  it("are no supported operator, and with the supported ones make up MongoDB's query operators", () => {
+    expect(listed.size).toBeGreaterThan(0);
+    for (const op of listed) expect(SUPPORTED_QUERY_OPERATORS as readonly string[], op).not.toContain(op);
+    for (const op of MONGODB_QUERY_OPERATORS)
+      expect(listed.has(op) || (SUPPORTED_QUERY_OPERATORS as readonly string[]).includes(op), op).toBe(true);
+  });
+
+  it('are each refused with a QueryError naming them, at the top and on a field', () => {
+    for (const op of listed) {
+      for (const query of [{ [op]: {} }, { a: { [op]: {} } }]) {
+        expect(() => parseFilter(query), JSON.stringify(query)).toThrow(QueryError);
+        expect(() => parseFilter(query), JSON.stringify(query)).toThrow(op);
+      }
+    }
   });
 });

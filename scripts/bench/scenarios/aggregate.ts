@@ -1,8 +1,8 @@
 /** The aggregate scenario: `$group` against the SQL a developer would write for it. */
 import type postgres from 'postgres';
 import { findCollection } from '../../../db/storage/catalog.js';
-import { type Bench, call } from '../context.js';
-import { median, ms, peakRss, type Row, timeIt } from '../measure.js';
+import { type Bench, call, type Row } from '../context.js';
+import { median, ms, peakRss, timeIt } from '../measure.js';
 
 /**
  * `$group` over the large collection: the API's aggregate against the SQL a developer would write

@@ -1,8 +1,7 @@
 /** The read scenarios: reads and counts, each on the small and the large collection. */
-import type { Captured } from '../baseline-statements.js';
-import { type Bench, docsUrl } from '../context.js';
+import { type Bench, type Captured, docsUrl, type Figures } from '../context.js';
 import { CITIES, cycle, GROUP_SIZE, partitions, pick, VARIANTS } from '../data.js';
-import { compare, type Figures, load } from '../measure.js';
+import { compare, load } from '../measure.js';
 import { selected } from '../options.js';
 import { handRatioWithSpread, latencyRatio, ratioWithSpread } from '../report.js';
 

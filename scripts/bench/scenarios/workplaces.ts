@@ -1,7 +1,7 @@
 /** The workplace scenario: a workplace and a collection created, then the workplace deleted. */
 import { randomBytes } from 'node:crypto';
-import { type Bench, call } from '../context.js';
-import { ms, peakRss, profiled, type Row, timeIt } from '../measure.js';
+import { type Bench, call, type Row } from '../context.js';
+import { ms, peakRss, profiled, timeIt } from '../measure.js';
 
 /** Workplace + collection create/delete cycle. */
 export async function runWorkplaceCycle(bench: Bench): Promise<void> {

@@ -2,10 +2,9 @@
  * The write scenarios on the large collection: updateMany over 10,000 documents, and the writes of
  * one document users send most (findOneAndUpdate, create one, updateOne by `_id`).
  */
-import type { Captured } from '../baseline-statements.js';
-import { type Bench, call, docsUrl } from '../context.js';
+import { type Bench, type Captured, call, docsUrl, type Row } from '../context.js';
 import { cycle, doc, GROUP_SIZE, partitions, UPDATE_MATCHES, VARIANTS } from '../data.js';
-import { compare, load, median, ms, peakRss, profiled, type Row, timeIt } from '../measure.js';
+import { compare, load, median, ms, peakRss, profiled, timeIt } from '../measure.js';
 import { handTarget } from '../report.js';
 
 /** The least share of the hand-written server's requests/s for a write of one document. */

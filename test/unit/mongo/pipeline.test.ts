@@ -1,27 +1,33 @@
 import { describe, expect, it } from 'vitest';
+import { compileFilter } from '../../../mongo/filter/sql.js';
 import { parsePipeline } from '../../../mongo/pipeline/parse.js';
 import { parseProject } from '../../../mongo/pipeline/projection.js';
 import { compilePipeline, type PipelineSource } from '../../../mongo/pipeline/sql.js';
+import type { SortColumns } from '../../../mongo/sort.js';
 import { Params } from '../../../mongo/value/params.js';
 
-const source = (indexed = false): PipelineSource => ({
-  table: '"wp_1"."c_1"',
-  choose: () => ({
-    predicate: '',
+// The head's plan as db/storage/plan.ts makes it, without a catalog: `_id`'s column, and one
+// index column per other path when `indexed`.
+const source = (params: Params, indexed = false): PipelineSource => {
+  const columns: SortColumns = {
     indexed: (p) =>
       indexed && p !== '_id'
         ? { key: '"i1_0_a"', truncated: true }
         : p === '_id'
           ? { key: 'id', truncated: false }
           : undefined,
-  }),
-  guardedLimit: () => undefined,
-  foreign: (name) => (name === 'other' ? '"wp_1"."c_2"' : undefined),
-});
+  };
+  return {
+    table: '"wp_1"."c_1"',
+    plan: (filter) => ({ where: compileFilter(filter, { params, indexed: columns.indexed }), columns }),
+    limit: (count) => (count === undefined ? '' : ` limit ${count}`),
+    foreign: (name) => (name === 'other' ? '"wp_1"."c_2"' : undefined),
+  };
+};
 
 function compile(pipeline: unknown[], indexed = false) {
   const params = new Params();
-  const sql = compilePipeline(parsePipeline(pipeline), source(indexed), params);
+  const sql = compilePipeline(parsePipeline(pipeline), source(params, indexed), params);
   return { sql, params: params.values };
 }
 

@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -10,7 +11,10 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Every core: vitest's default leaves one free, which on a 2-core machine runs one file at a
+    // time, while most files spend part of their time waiting (on servers they spawn, on timers).
+    maxWorkers: availableParallelism(),
     // On PostgreSQL, a database of the run's own, dropped at its end.
-    globalSetup: ['test/helpers/database-per-run.ts'],
+    globalSetup: ['test/helpers/database-per-run.ts', 'test/helpers/pglite-image.ts'],
   },
 });

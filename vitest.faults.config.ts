@@ -8,6 +8,6 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: 'forks',
     // On PostgreSQL, a database of the run's own, dropped at its end.
-    globalSetup: ['test/helpers/database-per-run.ts'],
+    globalSetup: ['test/helpers/database-per-run.ts', 'test/helpers/pglite-image.ts'],
   },
 });

@@ -39,6 +39,8 @@ const LOCK_FILE = '.lock';
 /** dataDir: a filesystem path (created if missing), or the literal 'memory://' for a throwaway in-memory db (tests). */
 export async function openEmbedded(opts: {
   dataDir: string;
+  /** For 'memory://': the data directory to start from (PGlite's dumpDataDir) instead of a new one. */
+  image?: Blob | undefined;
   onnotice?: (n: unknown) => void;
 }): Promise<EmbeddedDatabase> {
   let lock: Lock | undefined;
@@ -52,7 +54,7 @@ export async function openEmbedded(opts: {
   let pg: PGlite | undefined;
   let sql: postgres.Sql | undefined;
   try {
-    pg = await PGlite.create(dataDir);
+    pg = await PGlite.create(dataDir, opts.image && dataDir === MEMORY ? { loadDataDir: opts.image } : {});
     sql = connect(pg, opts.onnotice ?? (() => {}));
     // Connect now so a broken bridge fails the open rather than the first query.
     await sql`select 1`;

@@ -7,6 +7,7 @@ import { openDatabase } from '../../db/connection/open.js';
 import type { Sql } from '../../db/connection/sql.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
 import { createResponseChecker } from './contract.js';
+import { freshPgliteImage } from './pglite-image.js';
 
 export interface RequestOptions {
   method: 'GET' | 'POST' | 'DELETE' | 'PUT' | 'PATCH' | 'HEAD' | 'OPTIONS';
@@ -63,9 +64,11 @@ export async function openTestDatabase(options: TestDatabaseOptions = {}): Promi
   kind: 'postgres' | 'embedded';
   close(): Promise<void>;
 }> {
+  const databaseUrl = options.databaseUrl ?? (process.env.DATABASE_URL || undefined);
   return openDatabase({
-    databaseUrl: options.databaseUrl ?? (process.env.DATABASE_URL || undefined),
+    databaseUrl,
     dataDir: 'memory://',
+    memoryImage: databaseUrl ? undefined : freshPgliteImage(),
     dbPoolMax: 4,
     ...(options.statementTimeoutMs !== undefined ? { statementTimeoutMs: options.statementTimeoutMs } : {}),
   });

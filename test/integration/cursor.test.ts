@@ -14,6 +14,7 @@ import { cursorBinding, decodeCursor } from '../../mongo/cursor.js';
 import { parseFilter } from '../../mongo/filter/parse.js';
 import { orderKeyCount, parseSort } from '../../mongo/sort.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { propertyRuns } from '../helpers/property-runs.js';
 import { freshCollection, withoutShardSuffixes } from './storage-helpers.js';
 
 type Col = Awaited<ReturnType<typeof freshCollection>>;
@@ -241,7 +242,7 @@ describe('a cursor that does not fit the read is a 400 naming cursor', () => {
           expect(res.body.code).toBe('INVALID_QUERY');
         },
       ),
-      { numRuns: 150 },
+      { numRuns: propertyRuns(150) },
     );
   });
 
@@ -425,7 +426,7 @@ describe('property: a walk with any page size gives exactly the sequence of one 
           expect(pages.flat()).toEqual(all);
         },
       ),
-      { numRuns: 60 },
+      { numRuns: propertyRuns(60) },
     );
   }, 120_000);
 });

@@ -16,6 +16,7 @@ import fc from 'fast-check';
 import { Query } from 'mingo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { propertyRuns } from '../helpers/property-runs.js';
 import { DIFFERENTIAL_REGEX_OPTIONS, DIFFERENTIAL_REGEXES } from '../helpers/regex-cases.js';
 import { freshCollection } from './storage-helpers.js';
 
@@ -27,8 +28,8 @@ type Doc = JsonObject & { _id: Id };
 type Sort = Record<string, 1 | -1>;
 
 /** Generated cases per property; together well over 2,000 reads per database. */
-const FILTER_RUNS = 1600;
-const SORT_RUNS = 600;
+const FILTER_RUNS = propertyRuns(1600);
+const SORT_RUNS = propertyRuns(600);
 const DATA_SEED = Number(process.env.DIFF_DATA_SEED ?? Math.floor(Math.random() * 2 ** 31));
 const FC_SEED = process.env.FC_SEED === undefined ? {} : { seed: Number(process.env.FC_SEED) };
 

@@ -28,10 +28,11 @@ import { compileExpression } from '../../mongo/expr/sql.js';
 import type { Json, JsonObject } from '../../mongo/value/json.js';
 import { Params } from '../../mongo/value/params.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { propertyRuns } from '../helpers/property-runs.js';
 import { freshCollection } from './storage-helpers.js';
 
-const RUNS = 400;
-const MINGO_RUNS = 200;
+const RUNS = propertyRuns(400);
+const MINGO_RUNS = propertyRuns(200);
 const FC_SEED = process.env.FC_SEED === undefined ? {} : { seed: Number(process.env.FC_SEED) };
 
 let t: TestApp;

@@ -29,6 +29,7 @@ import { generateSecret, hashSecret, TOKEN_PREFIX } from '../../secrets.js';
 import { openTestDatabase, randomName } from '../helpers/app.js';
 import { createResponseChecker } from '../helpers/contract.js';
 import { actionArb, docArb, type FuzzAction, UNSTORABLE_STRINGS } from '../helpers/mongo-arbitraries.js';
+import { propertyRuns } from '../helpers/property-runs.js';
 
 const DEFAULT_SEEDS = [27, 7027, 1_000_003];
 const SEEDS =
@@ -38,7 +39,7 @@ const SEEDS =
       ? process.env.FUZZ_SEED.split(',').map(Number)
       : DEFAULT_SEEDS;
 /** Requests per seed: 3 seeds x 1,050 plus setup is over 3,000 requests a run. */
-const RUNS = Number(process.env.FUZZ_RUNS ?? 1050);
+const RUNS = Number(process.env.FUZZ_RUNS ?? propertyRuns(1050));
 const CONCURRENCY = Number(process.env.FUZZ_CONCURRENCY ?? (process.env.DATABASE_URL ? 4 : 1));
 /**
  * At least this share of the fuzzed requests must succeed, and of the reads, counts and updates

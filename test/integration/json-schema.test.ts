@@ -12,6 +12,7 @@ import { parseFilter } from '../../mongo/filter/parse.js';
 import { RegexSession } from '../../mongo/regex/run.js';
 import type { Json, JsonObject } from '../../mongo/value/json.js';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { propertyRuns } from '../helpers/property-runs.js';
 import { schemaCases } from './json-schema-cases.js';
 import { freshCollection } from './storage-helpers.js';
 
@@ -214,7 +215,7 @@ describe('$jsonSchema in count, update, delete and the single-document routes (m
 
 // ---- Differential: random schemas × random documents ----------------------------------------
 
-const RUNS = Number(process.env.JSON_SCHEMA_RUNS ?? 300);
+const RUNS = Number(process.env.JSON_SCHEMA_RUNS ?? propertyRuns(300));
 const FC_SEED = process.env.FC_SEED === undefined ? {} : { seed: Number(process.env.FC_SEED) };
 
 const scalarArb = fc.oneof(

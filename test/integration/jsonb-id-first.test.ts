@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { idFirstJsonb, idFirstJsonbBytes } from '../../db/connection/jsonb-id-first.js';
 import type { Sql } from '../../db/connection/sql.js';
 import { openTestDatabase } from '../helpers/app.js';
+import { propertyRuns } from '../helpers/property-runs.js';
 
 let db: Awaited<ReturnType<typeof openTestDatabase>>;
 let sql: Sql;
@@ -103,7 +104,7 @@ describe('idFirstJsonb', () => {
         const text = await jsonbText(value);
         expect(ordered(JSON.parse(idFirstJsonb(text)))).toBe(ordered(expected(text)));
       }),
-      { numRuns: 300 },
+      { numRuns: propertyRuns(300) },
     );
   });
 

@@ -8,6 +8,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { propertyRuns } from '../helpers/property-runs.js';
 import {
   DIFFERENTIAL_REGEX_OPTIONS,
   DIFFERENTIAL_REGEXES,
@@ -173,6 +174,6 @@ describe('property: like_regex and RegExp agree on random patterns', () => {
   });
 
   it('the documents a filter reads in SQL are those the $elemMatch projection keeps', async () => {
-    await fc.assert(fc.asyncProperty(patternArb, optionsArb, agree), { numRuns: 150 });
+    await fc.assert(fc.asyncProperty(patternArb, optionsArb, agree), { numRuns: propertyRuns(150) });
   });
 });

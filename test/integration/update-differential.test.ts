@@ -19,12 +19,13 @@ import fc from 'fast-check';
 import { updateMany } from 'mingo/updater';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../helpers/app.js';
+import { propertyRuns } from '../helpers/property-runs.js';
 import { freshCollection } from './storage-helpers.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 type Doc = { [key: string]: Json } & { _id: number };
 
-const RUNS = 300;
+const RUNS = propertyRuns(300);
 const FC_SEED = process.env.FC_SEED === undefined ? {} : { seed: Number(process.env.FC_SEED) };
 
 const intArb = fc.integer({ min: -2, max: 3 });

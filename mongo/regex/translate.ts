@@ -290,12 +290,22 @@ function checkOptions(source: string, options: string, path: string): void {
 
 /** The one reading of a PCRE pattern, written out for `dialect`. */
 function translate(source: string, options: string, path: string, dialect: Dialect): string {
+  return translateWithReferences(source, options, path, dialect).text;
+}
+
+function translateWithReferences(
+  source: string,
+  options: string,
+  path: string,
+  dialect: Dialect,
+): { text: string; backReferences: boolean } {
   checkOptions(source, options, path);
   const pcre = options.includes('x') ? stripExtended(source, path) : source;
   const multiline = options.includes('m');
   const dotAll = options.includes('s');
   const caseless = options.includes('i');
   let out = '';
+  let backReferences = false;
   for (let i = 0; i < pcre.length; i++) {
     const rest = pcre.slice(i);
     const ch = pcre[i] as string;
@@ -305,6 +315,7 @@ function translate(source: string, options: string, path: string, dialect: Diale
       }
     }
     if (ch === '\\') {
+      backReferences ||= /[1-9]/.test(pcre[i + 1] ?? '');
       const [text, length] = translateEscape(pcre, i, false, dialect, path);
       out += text;
       i += length - 1;
@@ -336,11 +347,16 @@ function translate(source: string, options: string, path: string, dialect: Diale
       out += ch;
     }
   }
-  return out;
+  return { text: out, backReferences };
 }
 
 export function translateRegex(source: string, options: string, path: string): TranslatedRegex {
-  const pattern = translate(source, options, path, ARE);
+  const { text, backReferences } = translateWithReferences(source, options, path, ARE);
+  // With a back reference PostgreSQL runs another engine, whose unanchored search misses matches
+  // that an alternative of zero width finds: '123' ~ '$|(.)\1' is false on PostgreSQL 15 and 17.
+  // Anchored at the start with a lazy prefix the same pattern is found wherever it starts, and
+  // the engine answers truly; the group numbers stay, the prefix captures nothing.
+  const pattern = backReferences ? `\\A(?:.|\\n)*?(?:${text})` : text;
   // like_regex flags: i, s (dot matches newline), m (multiline). MongoDB's default (no s) already
   // matches: like_regex's dot does not match a newline unless s is given. x was applied above.
   const flags = [...new Set(options.replace(/[ux]/g, '').split(''))].join('');

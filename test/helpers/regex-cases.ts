@@ -145,6 +145,14 @@ export const REGEX_CASES: RegexCase[] = [
   ['(.)\\1', '', 'xyy', true],
   ['(.)\\1', '', 'xyz', false],
   ['^(é)\\1$', '', 'éé', true],
+  // A back reference beside an alternative of zero width: PostgreSQL's engine for back references
+  // misses these matches when it searches unanchored (mongo/regex/translate.ts)
+  ['$|(.)\\1', '', '123', true],
+  ['(.)\\1|$', '', '12b', true],
+  ['$()|(.)\\2', '', '12', true],
+  ['\\Z|(.)\\1', 'm', 'x\ny', true],
+  ['b|(.)\\1', '', '123', false],
+  ['x(?:$|(.)\\1)', '', 'axb', false],
   // Groups, alternation, quantifiers
   ['^(?:ab|cd){2}$', '', 'abcd', true],
   ['^(?:ab|cd){2}$', '', 'abc', false],

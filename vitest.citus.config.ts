@@ -41,6 +41,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    // One process runs its files one after another, importing the app once (vitest.config.ts).
+    isolate: process.env.CITUS_PASS === 'faults',
     // A database of the run's own on every node of the cluster, dropped at its end.
     globalSetup: ['test/helpers/database-per-run.ts'],
   },

@@ -14,6 +14,11 @@ export default defineConfig({
     // Every core: vitest's default leaves one free, which on a 2-core machine runs one file at a
     // time, while most files spend part of their time waiting (on servers they spawn, on timers).
     maxWorkers: availableParallelism(),
+    // A worker runs its files one after another in one process, importing the app's modules once
+    // instead of once per file, which was half of the suite's CPU. So a module's state outlives a
+    // file: every test works in a workplace of its own (random names), and module-level state must
+    // not assume a fresh process (CONTRIBUTING.md, "Module-level state").
+    isolate: false,
     // On PostgreSQL, a database of the run's own, dropped at its end.
     globalSetup: ['test/helpers/database-per-run.ts', 'test/helpers/pglite-image.ts'],
   },

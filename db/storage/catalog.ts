@@ -11,7 +11,7 @@ import { getOwn, isPlainObject, type Json } from '../../mongo/value/json.js';
 import { missingPredicate, multikeyPredicate, parsePath, rootNavs } from '../../mongo/value/path.js';
 import type { Sql, TransactionSql } from '../connection/sql.js';
 import { catalogId, workplaceSchema } from '../platform/workplaces.js';
-import { StatementTexts } from './statement-texts.js';
+import { preparedBudgetOf, StatementTexts } from './statement-texts.js';
 
 /** A collection as the data layer needs it: where its table is and which paths its indexes cover. */
 export interface CollectionRef {
@@ -128,7 +128,7 @@ export async function findCollection(
       version: row.version,
       paths: buildPathLookup(full),
       partial,
-      texts: new StatementTexts(MAX_TEXTS_PER_COLLECTION),
+      texts: new StatementTexts(MAX_TEXTS_PER_COLLECTION, preparedBudgetOf(sql)),
       ...textIndexRef(indexes),
     },
   };

@@ -14,7 +14,7 @@ export interface SharedText {
 }
 
 /**
- * How many distinct texts may be prepared, process-wide, per epoch.
+ * How many distinct texts a connection pool may prepare per epoch.
  *
  * Why a bound: postgres.js caches every prepared statement of a connection for the connection's
  * life, without limit, and PostgreSQL keeps each one (with its plans) in that backend's memory.
@@ -25,8 +25,9 @@ export interface SharedText {
  * postgres.js recycles a PostgreSQL connection after 30 to 60 minutes (max_lifetime), so with
  * 30-minute epochs a connection lives through at most three: no backend holds more than three
  * times `cap` of these texts. The embedded database's single connection is never recycled, so it
- * prepares none (db/connection/embedded.ts). Process-wide rather than per pool because the server has one
- * pool; several pools in one process (tests) only share the bound.
+ * prepares none (db/connection/embedded.ts). Per pool, because a pool's connections are the
+ * backends that hold the texts; the server has one, and the pools of other processes (or of tests
+ * in one process) neither spend nor raise each other's bound.
  *
  * The budget counts texts, not grants: the catalog cache replaces a collection's ref (and with it
  * its StatementTexts) every few seconds, and the new ref's texts are the same statements, which
@@ -74,7 +75,14 @@ export class PreparedBudget {
   }
 }
 
-const PROCESS_BUDGET = new PreparedBudget();
+const POOL_BUDGETS = new WeakMap<object, PreparedBudget>();
+
+/** The budget of the connection pool `pool` (the Sql the catalog reads through). */
+export function preparedBudgetOf(pool: object): PreparedBudget {
+  let budget = POOL_BUDGETS.get(pool);
+  if (!budget) POOL_BUDGETS.set(pool, (budget = new PreparedBudget()));
+  return budget;
+}
 
 /**
  * One string object per distinct statement text, handed to postgres.js instead of the text each
@@ -89,8 +97,7 @@ const PROCESS_BUDGET = new PreparedBudget();
  *
  * The pool also decides which texts are prepared (PreparedBudget): PostgreSQL then parses and plans
  * a statement once per connection instead of at every request, and postgres.js sends it in one
- * round trip instead of two. A pool never prepares a text more often than the process's budget
- * allows; DB_PREPARE=false turns preparation off for the whole connection pool (db/connection/open.ts).
+ * round trip instead of two. Never more texts than the connection pool's budget allows; DB_PREPARE=false turns preparation off for the whole connection pool (db/connection/open.ts).
  *
  * Each collection ref holds its own pool (db/storage/catalog.ts): texts name its table, and the catalog
  * cache hands one ref to every request until the entry expires. Bounded: past `max` distinct texts
@@ -100,8 +107,8 @@ export class StatementTexts {
   readonly #texts = new Map<string, SharedText>();
 
   constructor(
-    readonly max = 1000,
-    private readonly budget: PreparedBudget = PROCESS_BUDGET,
+    readonly max: number,
+    private readonly budget: PreparedBudget,
   ) {}
 
   /**

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { PreparedBudget, StatementTexts } from '../../db/storage/statement-texts.js';
+import { PreparedBudget, preparedBudgetOf, StatementTexts } from '../../db/storage/statement-texts.js';
 
 describe('StatementTexts', () => {
   it('gives back a text equal to the one asked for, built however it was', () => {
-    const pool = new StatementTexts();
+    const pool = new StatementTexts(1000, new PreparedBudget());
     const table = 'wp_a.c_b';
     const first = pool.use(`select doc from ${table} where id = $1`).text;
     const again = pool.use(['select doc from ', table, ' where id = $1'].join('')).text;
@@ -13,13 +13,13 @@ describe('StatementTexts', () => {
   });
 
   it('keeps each distinct text once', () => {
-    const pool = new StatementTexts();
+    const pool = new StatementTexts(1000, new PreparedBudget());
     for (let i = 0; i < 50; i++) pool.use(`select ${i % 5}`).text;
     expect(pool.size).toBe(5);
   });
 
   it('never holds more than its bound: many collections do not grow it without end', () => {
-    const pool = new StatementTexts(100);
+    const pool = new StatementTexts(100, new PreparedBudget());
     for (let i = 0; i < 1000; i++) {
       expect(pool.use(`select doc from wp_x.c_${i}`).text).toBe(`select doc from wp_x.c_${i}`);
       expect(pool.size).toBeLessThanOrEqual(100);
@@ -28,7 +28,7 @@ describe('StatementTexts', () => {
 });
 
 describe('which texts are prepared', () => {
-  it('prepares a text from its second use, within the process budget per epoch', () => {
+  it('prepares a text from its second use, within the connection pool’s budget per epoch', () => {
     let clock = 0;
     const budget = new PreparedBudget(2, 1000, () => clock);
     const pool = new StatementTexts(100, budget);
@@ -41,7 +41,7 @@ describe('which texts are prepared', () => {
     pool.use('select 3');
     expect(pool.use('select 3').options.prepare).toBe(false);
     expect(pool.use('select 3').options.prepare).toBe(false);
-    // Another pool shares the budget.
+    // Another collection's texts on the same connection pool share the budget.
     const other = new StatementTexts(100, budget);
     other.use('select 4');
     expect(other.use('select 4').options.prepare).toBe(false);
@@ -66,5 +66,12 @@ describe('which texts are prepared', () => {
     const last = new StatementTexts(100, budget);
     last.use('select 2');
     expect(last.use('select 2').options.prepare).toBe(true);
+  });
+
+  it('gives each connection pool a budget of its own, the same one at every lookup', () => {
+    const pool = {};
+    const other = {};
+    expect(preparedBudgetOf(pool)).toBe(preparedBudgetOf(pool));
+    expect(preparedBudgetOf(other)).not.toBe(preparedBudgetOf(pool));
   });
 });

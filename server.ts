@@ -51,6 +51,9 @@ async function main(): Promise<void> {
     // Workers share the primary's stdout: each write must stay whole between the others' lines.
     stdoutLogDestination(1, cluster.isWorker),
   );
+  // How this process runs: `npm start` runs the compiled server with plain node, no loader.
+  if (!cluster.isWorker)
+    log.info({ node: process.version, execArgv: process.execArgv, main: process.argv[1] }, 'starting');
 
   if (cluster.isWorker) {
     // The primary checked the budget and migrated; ADMIN_TOKEN is set (PostgreSQL requires it).
@@ -156,9 +159,11 @@ async function serve(config: Config, log: Logger, db: Database, admin: { hash: B
   process.once('SIGINT', () => void shutdown('SIGINT'));
 }
 
-function listeningLine(config: Config, address: string): string {
+function listeningLine(config: Config, address: string, workers?: number): string {
   const publicUrl = publicUrlFor(config, Number(new URL(address).port));
-  return `Listening on ${address}; public URL ${publicUrl}, API docs at ${publicUrl}/docs`;
+  const by = workers === undefined ? '' : ` with ${workers} workers`;
+  // performance.now() counts from the process's start: the start-up time includes loading the code.
+  return `Listening on ${address}; public URL ${publicUrl}, API docs at ${publicUrl}/docs (started in ${Math.round(performance.now())} ms${by})`;
 }
 
 /** A worker that dies within this long of its start counts as a crash loop: its restart waits longer. */
@@ -194,7 +199,7 @@ function superviseWorkers(config: Config, log: Logger): void {
     if (listening.size === config.workers) {
       started = true;
       const host = address.addressType === 6 ? `[${address.address}]` : address.address;
-      log.info(`${listeningLine(config, `http://${host}:${address.port}`)} (${config.workers} workers)`);
+      log.info(listeningLine(config, `http://${host}:${address.port}`, config.workers));
     }
   });
 

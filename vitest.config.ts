@@ -20,6 +20,11 @@ export default defineConfig({
     // not assume a fresh process (CONTRIBUTING.md, "Module-level state").
     isolate: false,
     // On PostgreSQL, a database of the run's own, dropped at its end.
-    globalSetup: ['test/helpers/database-per-run.ts', 'test/helpers/pglite-image.ts'],
+    // dist/ rebuilt from the source under test, for the server started by `npm start`.
+    globalSetup: [
+      'test/helpers/database-per-run.ts',
+      'test/helpers/pglite-image.ts',
+      'test/helpers/compiled-server.ts',
+    ],
   },
 });

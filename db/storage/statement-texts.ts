@@ -79,8 +79,10 @@ const POOL_BUDGETS = new WeakMap<object, PreparedBudget>();
 
 /** The budget of the connection pool `pool` (the Sql the catalog reads through). */
 export function preparedBudgetOf(pool: object): PreparedBudget {
-  let budget = POOL_BUDGETS.get(pool);
-  if (!budget) POOL_BUDGETS.set(pool, (budget = new PreparedBudget()));
+  const known = POOL_BUDGETS.get(pool);
+  if (known) return known;
+  const budget = new PreparedBudget();
+  POOL_BUDGETS.set(pool, budget);
   return budget;
 }
 

@@ -128,8 +128,9 @@ export function compileJsonpathPredicate(filter: Filter): { path: string; vars: 
 }
 
 // A note for the functions below: nothing in a statement's compilation is a named function created
-// per call (`const f = () => ...`). The server runs under tsx, whose esbuild `keepNames` wraps each
-// such function in a call that defines its `name` property, a cost every request would pay again.
+// per call (`const f = () => ...`). Under tsx (npm run dev, the tests, the bench), esbuild's
+// `keepNames` wraps each such function in a call that defines its `name` property, a cost every
+// request would pay again.
 
 class SqlCompiler {
   readonly jp: JsonpathCompiler;

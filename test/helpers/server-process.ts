@@ -25,6 +25,8 @@ export const ADMIN_TOKEN_PATTERN = /wpa_[A-Za-z0-9_-]{43}/g;
 export const LISTENING = /Listening on http:\/\/127\.0\.0\.1:(\d+)/;
 
 const children = new Set<ChildProcess>();
+/** The children that lead a process group of their own (SpawnOptions.npmStart). */
+const groups = new Set<ChildProcess>();
 const tempDirs: string[] = [];
 
 export interface Exit {
@@ -66,13 +68,31 @@ export function serverEnv(vars: Record<string, string>): NodeJS.ProcessEnv {
   return { ...env, PORT: '0', LOG_LEVEL: 'info', ...vars };
 }
 
-export function spawnServer(vars: Record<string, string>): Proc {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
-    cwd: repoRoot,
-    env: serverEnv(vars),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+export interface SpawnOptions {
+  /**
+   * Started as the README starts it, `npm start` (the compiled server in dist/, which `npm install`
+   * builds), instead of server.ts under tsx, the source as it is now.
+   */
+  npmStart?: boolean;
+}
+
+export function spawnServer(vars: Record<string, string>, options: SpawnOptions = {}): Proc {
+  const child = options.npmStart
+    ? // npm forwards SIGTERM and SIGINT to the server; a group of its own lets cleanUpServers
+      // kill both, the server too when npm is killed.
+      spawn('npm', ['start', '--silent'], {
+        cwd: repoRoot,
+        env: serverEnv(vars),
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      })
+    : spawn(process.execPath, ['--import', 'tsx', 'server.ts'], {
+        cwd: repoRoot,
+        env: serverEnv(vars),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
   children.add(child);
+  if (options.npmStart) groups.add(child);
   let out = '';
   let err = '';
   child.stdout?.setEncoding('utf8').on('data', (d: string) => {
@@ -89,8 +109,8 @@ export function spawnServer(vars: Record<string, string>): Proc {
 }
 
 /** Starts server.ts and resolves once it listens; rejects with its output if it exits or hangs. */
-export async function startServer(vars: Record<string, string>): Promise<Server> {
-  const proc = spawnServer(vars);
+export async function startServer(vars: Record<string, string>, options: SpawnOptions = {}): Promise<Server> {
+  const proc = spawnServer(vars, options);
   const started = Date.now();
   const port = await new Promise<number>((resolve, reject) => {
     const output = () => `\n--- stdout ---\n${proc.stdout()}\n--- stderr ---\n${proc.stderr()}`;
@@ -207,7 +227,8 @@ export async function cleanUpServers(): Promise<void> {
     [...children].map(async (child) => {
       if (child.exitCode === null && child.signalCode === null) {
         const gone = new Promise((resolve) => child.once('close', resolve));
-        child.kill('SIGKILL');
+        if (groups.has(child) && child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+        else child.kill('SIGKILL');
         await gone;
       }
     }),

@@ -27,7 +27,7 @@ afterAll(cleanUpServers);
 
 describe('server.ts on the embedded database', () => {
   // Started in parallel: a fresh PGlite directory takes seconds to initialise.
-  let generated: Server; // first start, admin token generated
+  let generated: Server; // first start, admin token generated; started by `npm start`
   let generatedDir: string;
   let adminToken: string;
   let configured: Server; // ADMIN_TOKEN set
@@ -40,7 +40,7 @@ describe('server.ts on the embedded database', () => {
     configuredDir = tempDir();
     configuredPort = await freePort();
     [generated, configured] = await Promise.all([
-      startServer({ DATA_DIR: generatedDir }),
+      startServer({ DATA_DIR: generatedDir }, { npmStart: true }),
       startServer({ DATA_DIR: configuredDir, ADMIN_TOKEN: envToken, PORT: String(configuredPort) }),
     ]);
     adminToken = generated.stdout().match(ADMIN_TOKEN_PATTERN)?.[0] ?? '(no token printed)';
@@ -87,6 +87,14 @@ describe('server.ts on the embedded database', () => {
     },
     TEST_TIMEOUT,
   );
+
+  it('runs, under `npm start`, the compiled server with plain node: no TypeScript loader, its start-up time printed', () => {
+    const [starting] = logLines(generated.stdout()).filter((l) => l.msg === 'starting');
+    expect(starting?.main).toMatch(/[/\\]dist[/\\]server\.js$/);
+    expect(starting?.execArgv).toEqual([]);
+    expect(JSON.stringify(starting)).not.toMatch(/tsx/);
+    expect(generated.stdout()).toMatch(/Listening on .*\(started in \d+ ms\)/);
+  });
 
   it('serves health probes and the API documentation without authentication', async () => {
     const health = await api(generated, 'GET', '/healthz');

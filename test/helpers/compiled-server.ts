@@ -1,0 +1,12 @@
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Vitest global setup: `npm run build`, so that the tests that start the server as the README does
+ * (`npm start`, SpawnOptions.npmStart) run the code under test, not a dist/ built before the last
+ * change.
+ */
+export default function setup(): void {
+  const build = fileURLToPath(new URL('../../scripts/build.mjs', import.meta.url));
+  execFileSync(process.execPath, [build], { stdio: ['ignore', 'ignore', 'inherit'] });
+}

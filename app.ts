@@ -11,6 +11,7 @@ import openapiGlue from 'fastify-openapi-glue';
 import type { Sql } from './db/connection/sql.js';
 import type { Caller } from './db/platform/tokens.js';
 import { CatalogCache } from './db/storage/catalog-cache.js';
+import { listenForCatalogChanges } from './db/storage/catalog-changes.js';
 import { Statistics } from './db/storage/statistics.js';
 import { errors, MAX_PATH_PARAMETER_LENGTH } from './errors.js';
 import { createHandlers } from './handlers/index.js';
@@ -20,6 +21,7 @@ import { sendError } from './http/error-response.js';
 import { DEFAULT_BODY_LIMIT, jsonBodyParser, type ParseJson } from './http/json-body.js';
 import { requestLogHook } from './http/request-log.js';
 import { RequestLogger } from './http/request-logger.js';
+import { requestMetricsHook } from './http/request-metrics.js';
 import { toRouteHandler } from './http/route-handler.js';
 import { createAuthenticators } from './http/security.js';
 import {
@@ -49,6 +51,13 @@ export interface AppDeps {
   issuerBase?: () => string;
   /** The workplaces' OpenID Providers; made from `issuerBase` when omitted (tests pass their own). */
   providers?: ProviderRegistry;
+  /** The collections' catalog entries; made when omitted (tests pass their own). */
+  catalog?: CatalogCache;
+  /**
+   * false: deaf to catalog changes made elsewhere, as a process whose notifications are lost (the
+   * tests of what keeps it right then: the catalog guard, the TTL).
+   */
+  catalogChanges?: boolean;
   /** Fastify's trustProxy: whose X-Forwarded-For names the client in the request log (TRUST_PROXY). */
   trustProxy?: TrustProxy;
 }
@@ -85,10 +94,11 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   const providers =
     deps.providers ??
     new ProviderRegistry(deps.sql, deps.issuerBase ?? (() => 'http://127.0.0.1:3000'), deps.logger);
+  const catalog = deps.catalog ?? new CatalogCache(deps.sql);
   const handlers: Handlers = createHandlers({
     sql: deps.sql,
     statistics,
-    catalog: new CatalogCache(deps.sql),
+    catalog,
     workplaceDeleted: (name) => providers.forget(name),
   });
   const authenticators = createAuthenticators({ sql: deps.sql, adminTokenHash: deps.adminTokenHash });
@@ -117,6 +127,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   app.decorateRequest<string | undefined>('verbatimBody', undefined);
   const log = deps.logger;
   if (log) app.addHook('onResponse', requestLogHook(log));
+  app.addHook('onResponse', requestMetricsHook);
   app.setValidatorCompiler(createValidatorCompiler());
   // Responses are sent exactly as the typed handlers build them; the contract test checks them against the spec.
   // As a Buffer: JSON.stringify builds a large result as a rope, which a string payload would have
@@ -167,6 +178,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       const handler = handlers[operationId as OperationId] as Handler<OperationId>;
       const routeOptions = {
         handler: toRouteHandler(handler),
+        // What the request metrics count it under (http/request-metrics.ts).
+        config: { operationId },
         ...(authenticate ? { onRequest: authenticating(authenticate, op.access) } : {}),
         // Fastify validates a body only when one was sent; a required one must not be skipped.
         ...(op.bodyRequired ? { preValidation: requiringBody } : {}),
@@ -177,6 +190,16 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   });
 
   await registerOidcProvider(app, { sql: deps.sql, providers });
+
+  // What other processes change in the catalog reaches this one's caches at once.
+  if (deps.catalogChanges !== false) {
+    const changes = await listenForCatalogChanges(
+      deps.sql,
+      { catalog, workplaceChanged: (name) => providers.forget(name) },
+      (err) => deps.logger?.warn({ err }, 'listening for catalog changes failed'),
+    );
+    app.addHook('onClose', () => changes.close());
+  }
 
   return app;
 }

@@ -65,6 +65,9 @@ const EnvSchema = Type.Object({
       description: `auto (one per core) or an integer from 1 to ${MAX_WORKERS}`,
     }),
   ),
+  METRICS_PORT: Type.Optional(
+    Type.String({ pattern: '^[0-9]{1,5}$', description: 'an integer from 1 to 65535' }),
+  ),
   TRUST_PROXY: Type.Optional(
     Type.String({
       minLength: 1,
@@ -111,6 +114,8 @@ export interface Config {
    * sharing the port (PostgreSQL only). WORKERS=auto is resolved here, to the cores available.
    */
   readonly workers: number;
+  /** Where GET /metrics is served (Prometheus), on HOST, without authentication; none when unset. */
+  readonly metricsPort: number | undefined;
 }
 
 export class ConfigError extends Error {
@@ -195,6 +200,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     600_000,
   );
 
+  const metricsPort =
+    e.METRICS_PORT === undefined
+      ? undefined
+      : intInRange(problems, 'METRICS_PORT', e.METRICS_PORT, 0, 1, 65535);
+  if (metricsPort !== undefined && metricsPort === port)
+    problems.push(
+      `METRICS_PORT=${JSON.stringify(e.METRICS_PORT)}: must differ from PORT, which serves the API`,
+    );
+
   const trustProxy = parseTrustProxy(problems, e.TRUST_PROXY);
   const ttlIntervalSeconds = intInRange(
     problems,
@@ -242,6 +256,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     trustProxy,
     ttlIntervalSeconds,
     workers,
+    metricsPort,
   });
 }
 

@@ -2,6 +2,7 @@
 // and with WORKERS > 1 the node:cluster primary that runs the workers.
 import cluster from 'node:cluster';
 import { type Logger, pino } from 'pino';
+import { AggregatorRegistry } from 'prom-client';
 import { buildApp } from './app.js';
 import { type Config, ConfigError, loadConfig, publicUrlFor } from './config.js';
 import { connectionBudget, readConnectionLimits } from './db/connection/connection-budget.js';
@@ -13,6 +14,8 @@ import { findAdminTokenHash, insertAdminToken } from './db/platform/tokens.js';
 import { Statistics } from './db/storage/statistics.js';
 import { startTtlSweeper } from './db/storage/ttl.js';
 import { stdoutLogDestination } from './http/log-destination.js';
+import { type MetricsServer, startMetricsServer } from './http/metrics-server.js';
+import { collectProcessMetrics, registry } from './metrics.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from './secrets.js';
 
 /** How long in-flight requests get to finish after SIGTERM before the process gives up. */
@@ -54,6 +57,12 @@ async function main(): Promise<void> {
   // How this process runs: `npm start` runs the compiled server with plain node, no loader.
   if (!cluster.isWorker)
     log.info({ node: process.version, execArgv: process.execArgv, main: process.argv[1] }, 'starting');
+
+  if (config.metricsPort !== undefined) {
+    collectProcessMetrics();
+    // A worker answers the primary's requests for its figures (prom-client's cluster aggregation).
+    if (cluster.isWorker) new AggregatorRegistry();
+  }
 
   if (cluster.isWorker) {
     // The primary checked the budget and migrated; ADMIN_TOKEN is set (PostgreSQL requires it).
@@ -99,9 +108,9 @@ async function main(): Promise<void> {
     await serve(config, log, db, admin);
     return;
   }
-  // The primary serves nothing and holds no connection while the workers run.
+  // The primary serves nothing but the workers' metrics, and holds no connection while they run.
   await db.close();
-  superviseWorkers(config, log);
+  await superviseWorkers(config, log);
 }
 
 /** Builds the app on `db`, listens, and shuts down gracefully on SIGTERM or SIGINT. */
@@ -127,6 +136,8 @@ async function serve(config: Config, log: Logger, db: Database, admin: { hash: B
     },
   });
 
+  const metrics = cluster.isWorker ? undefined : await serveMetrics(config, log, () => registry.metrics());
+
   const ttl = startTtlSweeper(
     db.sql,
     log,
@@ -146,7 +157,17 @@ async function serve(config: Config, log: Logger, db: Database, admin: { hash: B
     force.unref();
     try {
       await ttl.stop();
-      await app.close();
+      await metrics?.close();
+      // Closing stops new connections and closes the idle ones once; a kept-alive connection whose
+      // response ends later would stay open for its keep-alive timeout, and the close with it:
+      // each is closed as soon as it is idle (a client then reconnects elsewhere).
+      const closing = app.close();
+      const reaper = setInterval(() => app.server.closeIdleConnections(), 50);
+      try {
+        await closing;
+      } finally {
+        clearInterval(reaper);
+      }
       await db.close();
       log.info('shut down cleanly');
       process.exit(0);
@@ -166,6 +187,25 @@ function listeningLine(config: Config, address: string, workers?: number): strin
   return `Listening on ${address}; public URL ${publicUrl}, API docs at ${publicUrl}/docs (started in ${Math.round(performance.now())} ms${by})`;
 }
 
+/** The metrics port, when METRICS_PORT is set: `metrics` gives the text of a scrape. */
+async function serveMetrics(
+  config: Config,
+  log: Logger,
+  metrics: () => Promise<string>,
+): Promise<MetricsServer | undefined> {
+  if (config.metricsPort === undefined) return undefined;
+  const server = await startMetricsServer({
+    host: config.host,
+    port: config.metricsPort,
+    contentType: registry.contentType,
+    metrics,
+    onError: (err) => log.warn({ err }, 'a metrics scrape failed'),
+  });
+  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  log.info(`Metrics on http://${host}:${server.port}/metrics`);
+  return server;
+}
+
 /** A worker that dies within this long of its start counts as a crash loop: its restart waits longer. */
 const CRASH_WINDOW_MS = 10_000;
 const RESTART_DELAY_MAX_MS = 30_000;
@@ -175,7 +215,7 @@ const RESTART_DELAY_MAX_MS = 30_000;
  * primary's connections to them round-robin), replaces a worker that dies, and on SIGTERM or
  * SIGINT stops them all, each with its own graceful shutdown.
  */
-function superviseWorkers(config: Config, log: Logger): void {
+async function superviseWorkers(config: Config, log: Logger): Promise<void> {
   const listening = new Set<number>();
   let started = false;
   let stopping = false;
@@ -258,6 +298,10 @@ function superviseWorkers(config: Config, log: Logger): void {
   process.once('SIGINT', () => stop('SIGINT'));
 
   for (let i = 0; i < config.workers; i++) fork();
+
+  // Every worker's figures added up, asked of each over node:cluster's channel at each scrape.
+  const aggregator = new AggregatorRegistry();
+  await serveMetrics(config, log, () => aggregator.clusterMetrics());
 }
 
 main().catch((err) => {

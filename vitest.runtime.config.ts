@@ -19,6 +19,8 @@ export default defineConfig({
       // processes, signals, node:cluster, the HTTP server's limits and parser
       'test/integration/server.test.ts',
       'test/integration/workers.test.ts',
+      'test/integration/shutdown.test.ts',
+      'test/integration/metrics.test.ts',
       'test/integration/hostile-input.test.ts',
       'test/integration/docs-servers.test.ts',
       'test/integration/docs-browser.test.ts',

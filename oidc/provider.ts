@@ -23,6 +23,7 @@ import {
   upsertPayload,
 } from '../db/platform/oidc-provider.js';
 import { RETRY_AFTER_SECONDS, toAppError } from '../errors.js';
+import { registerProviderCache } from '../metrics.js';
 import type { JsonObject } from '../mongo/value/json.js';
 import { secretMatchesHash } from '../secrets.js';
 import { LIST_CLAIMS, userClaims } from './claims.js';
@@ -279,7 +280,9 @@ export class ProviderRegistry {
     private readonly issuerBase: () => string,
     private readonly log: FastifyBaseLogger | undefined,
     private readonly maxProviders = MAX_CACHED_PROVIDERS,
-  ) {}
+  ) {
+    registerProviderCache(this);
+  }
 
   /** How many providers are built and kept. */
   get size(): number {

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/connection/sql.js';
 import { WORKPLACE_NAME } from '../db/platform/workplaces.js';
+import { oidcSignIns } from '../metrics.js';
 import { contactsOf } from './extra-client-metadata.js';
 import { type ClientView, consentPage, loginPage, messagePage, PAGE_HEADERS } from './pages.js';
 import { verifyPassword } from './passwords.js';
@@ -163,6 +164,7 @@ export async function registerOidcProvider(
       const account = accountKey(user, login);
       const wait = await throttle.reserve(entry.state.workplaceId, account);
       if (wait > 0) {
+        oidcSignIns.inc({ outcome: 'locked_out' });
         reply.header('retry-after', String(wait));
         return html(
           reply,
@@ -179,9 +181,11 @@ export async function registerOidcProvider(
       const ok = (await verifyPassword(password, user?.password)) && user !== undefined;
       const subject = user ? subjectOf(user) : undefined;
       if (!ok || subject === undefined) {
+        oidcSignIns.inc({ outcome: 'wrong_credentials' });
         return html(reply, 401, loginPage({ action, client, login, error: WRONG_CREDENTIALS }));
       }
       await throttle.succeeded(entry.state.workplaceId, account);
+      oidcSignIns.inc({ outcome: 'success' });
       reply.hijack();
       await entry.provider.interactionFinished(
         request.raw,

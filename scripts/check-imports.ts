@@ -10,7 +10,7 @@ import ts from 'typescript';
 
 /** Lowest first. A file belongs to the layer of the longest prefix that names it. */
 const LAYERS: readonly (readonly string[])[] = [
-  ['generated/', 'errors.ts', 'secrets.ts'],
+  ['generated/', 'errors.ts', 'secrets.ts', 'metrics.ts'],
   ['mongo/value/'],
   ['mongo/'],
   ['db/connection/'],

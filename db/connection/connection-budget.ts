@@ -32,7 +32,8 @@ export interface ConnectionBudget {
 }
 
 /**
- * Every process holds a pool of DB_POOL_MAX connections plus one for maintenance (db/connection/open.ts).
+ * Every process holds a pool of DB_POOL_MAX connections plus one for maintenance (db/connection/open.ts),
+ * and one that listens for catalog changes (db/storage/catalog-changes.ts).
  * A budget the server can never grant is refused: under load the pools would fill and requests
  * would fail with "too many clients" at random, far from the setting that caused it. A budget
  * above what other clients leave free right now is only a warning: they may be gone by then.
@@ -42,7 +43,7 @@ export function connectionBudget(
   processes: number,
   dbPoolMax: number,
 ): ConnectionBudget {
-  const perProcess = dbPoolMax + 1;
+  const perProcess = dbPoolMax + 2;
   const budget = perProcess * processes;
   const usable = limits.maxConnections - limits.reserved;
   const free = usable - limits.inUse;
@@ -53,7 +54,7 @@ export function connectionBudget(
     return {
       verdict: 'refuse',
       message:
-        `${summary}: (DB_POOL_MAX ${dbPoolMax} + 1) x WORKERS ${processes} exceeds the ${usable} connections ` +
+        `${summary}: (DB_POOL_MAX ${dbPoolMax} + 2) x WORKERS ${processes} exceeds the ${usable} connections ` +
         `PostgreSQL accepts; lower DB_POOL_MAX or WORKERS, or raise max_connections`,
     };
   }

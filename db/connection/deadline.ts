@@ -1,5 +1,6 @@
 import net from 'node:net';
 import postgres from 'postgres';
+import { deadlineStatements, registerPool } from '../../metrics.js';
 
 /**
  * The client side of a PostgreSQL outage. Every statement of a pool registered here gets a
@@ -86,6 +87,13 @@ class Policy {
     this.#sweepMs = Math.max(deadlineMs / 10, 20);
   }
 
+  /** The statements running now: sent (a connection busy with each) and waiting for a connection. */
+  counts(): { active: number; waiting: number } {
+    let waiting = 0;
+    for (const q of this.#running.keys()) if (q.state === null) waiting++;
+    return { active: this.#running.size - waiting, waiting };
+  }
+
   arm(q: QueryInternals): void {
     this.#running.set(q, performance.now());
     const { resolve, reject } = q;
@@ -116,6 +124,7 @@ class Policy {
       if (now - since < this.deadlineMs) continue;
       if (q.state === null) {
         this.#givenUp.set(q, false);
+        deadlineStatements.inc({ state: 'unsent' });
         this.#running.delete(q);
         (q.canceller as (q: QueryInternals) => Promise<void>)(q).catch(() => {});
       } else {
@@ -127,7 +136,11 @@ class Policy {
     if (unanswered.length === 0) return;
     void this.alive().then((alive) => {
       if (alive) return;
-      for (const q of unanswered) if (this.#running.has(q)) this.#givenUp.set(q, true);
+      for (const q of unanswered)
+        if (this.#running.has(q)) {
+          this.#givenUp.set(q, true);
+          deadlineStatements.inc({ state: 'sent' });
+        }
       this.disconnect();
     });
   }
@@ -223,24 +236,25 @@ export function openWithDeadlines(
   hook(sql);
   const sample = sql`select 1` as unknown as QueryInternals;
   if (!sample.canceller) throw new Error('db/connection/deadline.ts does not know this postgres.js release');
-  policies.set(
-    sample.canceller,
-    new Policy(
-      deadlineMs,
-      () => {
-        probing ??= probe().finally(() => {
-          probing = undefined;
-        });
-        return probing;
-      },
-      () => {
-        for (const socket of sockets) socket.destroy();
-      },
-    ),
+  const policy = new Policy(
+    deadlineMs,
+    () => {
+      probing ??= probe().finally(() => {
+        probing = undefined;
+      });
+      return probing;
+    },
+    () => {
+      for (const socket of sockets) socket.destroy();
+    },
   );
+  policies.set(sample.canceller, policy);
+  const max = options.max ?? 10;
+  const unregister = registerPool(() => ({ max, ...policy.counts() }));
   return {
     sql,
     async end(timeoutSeconds) {
+      unregister();
       await Promise.all([sql.end({ timeout: timeoutSeconds }), probeSql.end({ timeout: 0 })]);
     },
   };

@@ -88,11 +88,18 @@ export async function openEmbedded(opts: {
 
 function connect(pg: PGlite, onnotice: (n: unknown) => void): postgres.Sql {
   const session = new SessionGuard();
-  // `socket` is supported by postgres.js at runtime but missing from its typings.
-  const options: postgres.Options<{ jsonb: postgres.PostgresType }> & { socket: () => Duplex } = {
+  const listeners = new SessionListeners();
+  // `socket` and `onnotify` are supported by postgres.js at runtime but missing from its typings.
+  const options: postgres.Options<{ jsonb: postgres.PostgresType }> & {
+    socket: () => Duplex;
+    onnotify: (channel: string, payload: string) => void;
+  } = {
     max: 1, // PGlite is a single backend: one session, one connection
     socket: () => new PGliteSocket(pg, session),
     onnotice,
+    onnotify: (channel, payload) => listeners.notify(channel, payload),
+    // A new session has none of the old one's LISTENs (#endSession discards them).
+    onclose: () => listeners.relisten(),
     types: { jsonb: jsonbIdFirst },
     // Explicit values so PG* environment variables meant for a real server don't leak in.
     host: 'pglite',
@@ -107,13 +114,89 @@ function connect(pg: PGlite, onnotice: (n: unknown) => void): postgres.Sql {
     // database costs little. Planning each statement is the price.
     prepare: false,
   };
-  return postgres(options);
+  const sql = postgres(options);
+  listeners.sql = sql;
+  sql.listen = (channel, onnotify, onlisten) => listeners.listen(channel, onnotify, onlisten);
+  return sql;
+}
+
+interface Listener {
+  onnotify: (payload: string) => void;
+  onlisten: (() => void) | undefined;
+}
+
+/**
+ * sql.listen on the one session. postgres.js would open a connection of its own for it, which PGlite
+ * cannot have; instead the session itself LISTENs. PGlite sends it the NotificationResponses of
+ * every commit (its own included) before ReadyForQuery, in the stream postgres.js reads, whose
+ * onnotify hands them here. Everything on this database is in this process, so nothing is missed
+ * while the session lives; when it is replaced, each listener is told, as postgres.js tells its own
+ * after a reconnect (its onlisten called again).
+ */
+class SessionListeners {
+  sql: postgres.Sql | undefined;
+  readonly #channels = new Map<string, { listeners: Set<Listener>; listening: Promise<postgres.State> }>();
+
+  notify(channel: string, payload: string): void {
+    for (const l of this.#channels.get(channel)?.listeners ?? []) l.onnotify(payload);
+  }
+
+  async listen(
+    name: string,
+    onnotify: (payload: string) => void,
+    onlisten?: () => void,
+  ): Promise<postgres.ListenMeta> {
+    const listener: Listener = { onnotify, onlisten };
+    let channel = this.#channels.get(name);
+    if (!channel) {
+      channel = { listeners: new Set(), listening: this.#listenOn(name) };
+      this.#channels.set(name, channel);
+    }
+    channel.listeners.add(listener);
+    let state: postgres.State;
+    try {
+      state = await channel.listening;
+    } catch (err) {
+      channel.listeners.delete(listener);
+      if (channel.listeners.size === 0 && this.#channels.get(name) === channel) this.#channels.delete(name);
+      throw err;
+    }
+    onlisten?.();
+    const unlisten = async (): Promise<void> => {
+      const current = this.#channels.get(name);
+      if (!current?.listeners.delete(listener) || current.listeners.size > 0) return;
+      this.#channels.delete(name);
+      const sql = this.sql as postgres.Sql;
+      await sql`unlisten ${sql(name)}`;
+    };
+    // What postgres.js's own listen resolves to: the connection's state and unlisten.
+    return { state, unlisten } as unknown as postgres.ListenMeta;
+  }
+
+  relisten(): void {
+    for (const [name, channel] of this.#channels) {
+      channel.listening = this.#listenOn(name);
+      channel.listening.then(
+        () => {
+          for (const l of channel.listeners) l.onlisten?.();
+        },
+        // Closed for good (sql.end), or failing: the next listen() of the channel reports it.
+        () => {},
+      );
+    }
+  }
+
+  async #listenOn(name: string): Promise<postgres.State> {
+    const sql = this.sql as postgres.Sql;
+    return (await sql`listen ${sql(name)}`).state;
+  }
 }
 
 /**
  * PGlite has exactly one backend session. postgres.js opens extra connections
- * for sql.listen()/sql.subscribe(); sharing the session would interleave their
- * protocol streams, so a second concurrent session is refused loudly instead.
+ * for sql.subscribe() (and sql.listen(), which connect() replaces); sharing the
+ * session would interleave their protocol streams, so a second concurrent
+ * session is refused loudly instead.
  */
 class SessionGuard {
   owner: PGliteSocket | undefined;
@@ -184,7 +267,7 @@ class PGliteSocket extends Duplex {
       if (this.session.owner) {
         throw new Error(
           'The embedded database (PGlite) supports a single connection; ' +
-            'features that need a second one (sql.listen, sql.subscribe) are unavailable.',
+            'features that need a second one (sql.subscribe) are unavailable.',
         );
       }
       this.session.owner = this;

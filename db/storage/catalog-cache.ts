@@ -1,4 +1,5 @@
 import { errors, SQLSTATE } from '../../errors.js';
+import { catalogLookups } from '../../metrics.js';
 import { TextIndexRequired } from '../../mongo/filter/sql.js';
 import type { Sql } from '../connection/sql.js';
 import { type CollectionRef, findCollection, type Lookup } from './catalog.js';
@@ -9,7 +10,10 @@ const MAX_ENTRIES = 10_000;
  * one only while indexes are created and dropped back to back.
  */
 const ATTEMPTS = 5;
-/** How long an entry is used before it is read again. */
+/**
+ * How long an entry is used before it is read again: the safety net for a change whose notification
+ * was lost (db/storage/catalog-changes.ts), or that cannot arrive (LISTEN through a transaction pooler).
+ */
 export const CATALOG_ENTRY_TTL_MS = 10_000;
 
 interface Entry {
@@ -22,7 +26,8 @@ interface Entry {
  * Every write, and every read whose SQL would be wrong with a stale entry, is guarded (guardedLimit
  * in db/storage/catalog.ts): if the collection's indexes changed anywhere, in this process or another,
  * the statement fails whole and runs again with a fresh entry. Other reads are right with any entry;
- * an index created by another process reaches them when the entry expires.
+ * an index created by another process reaches them as soon as this process hears of the change
+ * (db/storage/catalog-changes.ts), and at the latest when the entry expires.
  */
 export class CatalogCache {
   readonly #entries = new Map<string, Entry>();
@@ -49,6 +54,8 @@ export class CatalogCache {
       const entry = this.#entries.get(key);
       let c = entry && now() - entry.readAt < ttl ? entry.ref : undefined;
       const cached = c !== undefined;
+      if (cached) catalogLookups.inc({ result: 'hit' });
+      else catalogLookups.inc({ result: 'miss' });
       if (!c) {
         const readAt = now();
         const lookup = await findCollection(this.sql, workplace, name);
@@ -71,6 +78,7 @@ export class CatalogCache {
         // A text index created by another process is not in a cached entry: ask a fresh one.
         if (cached && err instanceof TextIndexRequired) continue;
         if (!stale) throw err;
+        catalogLookups.inc({ result: 'stale' });
         if (attempt >= ATTEMPTS)
           throw errors.serviceUnavailable(
             `The indexes of collection '${name}' kept changing while the request ran; retry.`,
@@ -83,5 +91,20 @@ export class CatalogCache {
   /** Drops what this process knows of a workplace's collections (after it changed them). */
   forget(workplace: string): void {
     for (const key of this.#entries.keys()) if (key.startsWith(`${workplace}\n`)) this.#entries.delete(key);
+  }
+
+  /** Drops one collection's entry: its catalog changed, here or in another process (catalog-changes.ts). */
+  forgetCollection(workplace: string, name: string): void {
+    this.#entries.delete(`${workplace}\n${name}`);
+  }
+
+  /** Drops every entry: changes may have been missed (catalog-changes.ts). */
+  clear(): void {
+    this.#entries.clear();
+  }
+
+  /** Whether the collection's entry is held, expired or not (for tests). */
+  holds(workplace: string, name: string): boolean {
+    return this.#entries.has(`${workplace}\n${name}`);
   }
 }

@@ -1,3 +1,4 @@
+import { ttlDeleted, ttlPassDuration } from '../../metrics.js';
 import type { Sql } from '../connection/sql.js';
 import { catalogId } from '../platform/workplaces.js';
 import { tableOf } from './catalog.js';
@@ -63,7 +64,10 @@ export async function sweepExpired(
       if (n < batch) break;
     }
     result.deleted += deleted;
-    if (deleted > 0) noteDeleted(tableOf(ix.wid, ix.cid), deleted);
+    if (deleted > 0) {
+      ttlDeleted.inc(deleted);
+      noteDeleted(tableOf(ix.wid, ix.cid), deleted);
+    }
   }
   return result;
 }
@@ -133,6 +137,7 @@ export function startTtlSweeper(
   let running: Promise<void> | undefined;
   let stopped = false;
   const pass = async () => {
+    const endTimer = ttlPassDuration.startTimer();
     try {
       const { deleted } = await sweepExpired(sql, TTL_BATCH, (table, rows) => {
         void statistics?.noteWrites(table, rows);
@@ -140,6 +145,8 @@ export function startTtlSweeper(
       if (deleted > 0) log.info({ deleted }, 'TTL pass deleted expired documents');
     } catch (err) {
       log.warn({ err }, 'TTL pass failed; the next one runs at the next interval');
+    } finally {
+      endTimer();
     }
   };
   const schedule = () => {

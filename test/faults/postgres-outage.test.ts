@@ -2,13 +2,21 @@ import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RETRY_AFTER_SECONDS } from '../../errors.js';
+import { sampleValue, scrape } from '../helpers/metrics.js';
 import {
   cleanUpPostgresInstances,
   createPostgresInstance,
   POSTGRES_BIN,
   type PostgresInstance,
 } from '../helpers/postgres-instance.js';
-import { api, cleanUpServers, type Server, START_TIMEOUT, startServer } from '../helpers/server-process.js';
+import {
+  api,
+  cleanUpServers,
+  freePort,
+  type Server,
+  START_TIMEOUT,
+  startServer,
+} from '../helpers/server-process.js';
 
 /**
  * The database goes away under a running server and comes back: stopped, or frozen (SIGSTOP of
@@ -31,6 +39,7 @@ afterAll(async () => {
 describe.runIf(POSTGRES_BIN)('PostgreSQL goes away under a running server and comes back', () => {
   let db: PostgresInstance;
   let server: Server;
+  let metricsPort: number;
   const token = randomBytes(32).toString('base64url');
   const w = `outage${randomBytes(4).toString('hex').replace(/\d/g, 'x')}`;
   const docs = `/v1/workplaces/${w}/storages/c`;
@@ -39,7 +48,9 @@ describe.runIf(POSTGRES_BIN)('PostgreSQL goes away under a running server and co
 
   beforeAll(async () => {
     db = await createPostgresInstance();
+    metricsPort = await freePort();
     server = await startServer({
+      METRICS_PORT: String(metricsPort),
       DATABASE_URL: db.url,
       ADMIN_TOKEN: token,
       DB_DEADLINE_MS: String(DEADLINE_MS),
@@ -108,10 +119,18 @@ describe.runIf(POSTGRES_BIN)('PostgreSQL goes away under a running server and co
 
   it('stopped: bounded 503s with Retry-After, nothing written, served again within a second', async () => {
     expect((await call('GET', '/readyz')).status).toBe(200);
+    const before = await scrape(metricsPort);
     db.stop();
     // Twice: the second round meets a pool whose reconnection attempts have been failing.
     await expectBounded503s(1);
     await expectBounded503s(2);
+    // The metrics count every 503, by a cause from a closed set.
+    const after = await scrape(metricsPort);
+    const unavailable = 'wpa_http_unavailable_total';
+    expect(sampleValue(after, unavailable) - sampleValue(before, unavailable)).toBe(2 * 15);
+    const causes = [...after.matchAll(/^wpa_http_unavailable_total\{cause="([^"]+)"\}/gm)].map((m) => m[1]);
+    expect(causes.length).toBeGreaterThan(0);
+    for (const cause of causes) expect(['database_deadline', 'database_unavailable']).toContain(cause);
     db.start();
     expect(await msUntilServed()).toBeLessThan(SERVED_AGAIN_WITHIN_MS);
     expect((await call('GET', '/readyz')).status).toBe(200);

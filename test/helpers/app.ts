@@ -1,7 +1,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import postgres from 'postgres';
-import { buildApp } from '../../app.js';
+import { type AppDeps, buildApp } from '../../app.js';
 import { migrate } from '../../db/connection/migrate.js';
 import { openDatabase } from '../../db/connection/open.js';
 import type { Sql } from '../../db/connection/sql.js';
@@ -75,11 +75,17 @@ export async function openTestDatabase(options: TestDatabaseOptions = {}): Promi
 }
 
 /** Builds the same app the server builds, on a real database, with every response checked against the spec. */
-export async function startTestApp(options: TestDatabaseOptions = {}): Promise<TestApp> {
+export async function startTestApp(
+  options: TestDatabaseOptions & Pick<AppDeps, 'catalogChanges'> = {},
+): Promise<TestApp> {
   const db = await openTestDatabase(options);
   await migrate(db.sql);
   const adminToken = generateSecret(TOKEN_PREFIX.admin);
-  const app = await buildApp({ sql: db.sql, adminTokenHash: hashSecret(adminToken) });
+  const app = await buildApp({
+    sql: db.sql,
+    adminTokenHash: hashSecret(adminToken),
+    catalogChanges: options.catalogChanges,
+  });
   await app.ready();
   const check = createResponseChecker();
 

@@ -8,5 +8,11 @@ import { fileURLToPath } from 'node:url';
  */
 export default function setup(): void {
   const build = fileURLToPath(new URL('../../scripts/build.mjs', import.meta.url));
-  execFileSync(process.execPath, [build], { stdio: ['ignore', 'ignore', 'inherit'] });
+  try {
+    execFileSync(process.execPath, [build], { stdio: 'pipe', encoding: 'utf8' });
+  } catch (err) {
+    // tsc writes its errors to stdout.
+    const { stdout = '', stderr = '' } = err as { stdout?: string; stderr?: string };
+    throw new Error(`npm run build failed:\n${stdout}${stderr}`);
+  }
 }

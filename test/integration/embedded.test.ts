@@ -209,10 +209,33 @@ describe('openEmbedded: postgres.js over PGlite', () => {
     expect(notices).toContainEqual(expect.objectContaining({ severity: 'NOTICE', message: 'hello 7' }));
   });
 
-  it('refuses a second connection (sql.listen) clearly and stays usable', async () => {
-    await expect(sql.listen('chan', () => {})).rejects.toThrow(/single connection/);
-    const [row] = await sql`select 1 as ok`;
-    expect(row?.ok).toBe(1);
+  it('listens on its one session: hears what commits, not what rolls back, until unlisten', async () => {
+    const heard: string[] = [];
+    let listening = 0;
+    const { unlisten } = await sql.listen(
+      'chan',
+      (payload) => heard.push(payload),
+      () => listening++,
+    );
+    expect(listening).toBe(1);
+    await sql`select pg_notify('chan', 'one')`;
+    // Delivered with the commit's answer, before the statement resolves.
+    expect(heard).toEqual(['one']);
+    await sql.begin(async (tx) => {
+      await tx`select pg_notify('chan', 'two')`;
+      await tx`select pg_notify('chan', 'two')`;
+    });
+    await sql
+      .begin(async (tx) => {
+        await tx`select pg_notify('chan', 'rolled back')`;
+        throw new Error('roll back');
+      })
+      .catch(() => {});
+    await sql`select pg_notify('other', 'three')`;
+    expect(heard).toEqual(['one', 'two']);
+    await unlisten();
+    await sql`select pg_notify('chan', 'four')`;
+    expect(heard).toEqual(['one', 'two']);
   });
 });
 

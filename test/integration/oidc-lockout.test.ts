@@ -4,6 +4,7 @@ import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildApp } from '../../app.js';
 import { purgeExpiredLoginAttempts } from '../../db/platform/login-attempts.js';
+import { oidcSignIns, registry } from '../../metrics.js';
 import { hashSecret } from '../../secrets.js';
 import { openTestDatabase } from '../helpers/app.js';
 import {
@@ -105,6 +106,14 @@ async function workplaceId(t: Tenant): Promise<string> {
   return row.id;
 }
 
+/** The process's sign-in counter (metrics.ts), by outcome. */
+async function signInOutcomes(): Promise<Record<'success' | 'wrong_credentials' | 'locked_out', number>> {
+  const counts = { success: 0, wrong_credentials: 0, locked_out: 0 };
+  for (const { labels, value } of (await oidcSignIns.get()).values)
+    counts[labels.outcome as keyof typeof counts] = value;
+  return counts;
+}
+
 function expectLocked(a: Answer) {
   expect(a.status).toBe(429);
   expect(a.message).toBe(LOCKED);
@@ -125,12 +134,21 @@ describe('the sign-in lockout', () => {
 
   it('forgets the failures once either login signs in', async () => {
     const t = await newTenant();
+    const before = await signInOutcomes();
     const first = await signInPage(t);
     for (let i = 0; i < 4; i++) expect((await attempt(first, EMAIL, 'not the password')).status).toBe(401);
     expect((await attempt(first, USERNAME, PASSWORD)).status).toBe(303);
     const second = await signInPage(t);
     for (let i = 0; i < 5; i++) expect((await attempt(second, EMAIL, 'not the password')).status).toBe(401);
     expectLocked(await attempt(second, EMAIL, PASSWORD));
+    // The sign-in metrics count each outcome, and name no account.
+    const after = await signInOutcomes();
+    expect({
+      success: after.success - before.success,
+      wrong_credentials: after.wrong_credentials - before.wrong_credentials,
+      locked_out: after.locked_out - before.locked_out,
+    }).toEqual({ success: 1, wrong_credentials: 9, locked_out: 1 });
+    expect(await registry.metrics()).not.toMatch(/acme\.example|\bada\b/);
   });
 
   it('locks an unknown login after five failures exactly as a real one, whichever server answers', async () => {

@@ -81,7 +81,7 @@ describe('the providers a process keeps', () => {
     expect(await discovery(name)).toBe(404);
   });
 
-  it('lose a workplace another process deleted on its next request', async () => {
+  it('lose a workplace another process deleted as soon as they hear of it', async () => {
     const name = await newWorkplace();
     expect(await discovery(name)).toBe(200);
     const before = registry.size;
@@ -91,8 +91,35 @@ describe('the providers a process keeps', () => {
       headers: { 'x-auth-token': adminToken },
     });
     expect(res.statusCode).toBe(204);
-    expect(registry.size).toBe(before);
+    await expect.poll(() => registry.size, { timeout: 2000, interval: 10 }).toBe(before - 1);
     expect(await discovery(name)).toBe(404);
-    expect(registry.size).toBe(before - 1);
+  });
+
+  it('lose a workplace another process deleted on their next request, deaf to catalog changes', async () => {
+    const deafRegistry = new ProviderRegistry(db.sql, () => 'http://127.0.0.1:3000', undefined, MAX);
+    const deaf = await buildApp({
+      sql: db.sql,
+      adminTokenHash: hashSecret(adminToken),
+      providers: deafRegistry,
+      catalogChanges: false,
+    });
+    try {
+      const name = await newWorkplace();
+      const discover = async () =>
+        (await deaf.inject({ method: 'GET', url: `/oidc/${name}/.well-known/openid-configuration` }))
+          .statusCode;
+      expect(await discover()).toBe(200);
+      const res = await other.inject({
+        method: 'DELETE',
+        url: `/v1/workplaces/${name}`,
+        headers: { 'x-auth-token': adminToken },
+      });
+      expect(res.statusCode).toBe(204);
+      expect(deafRegistry.size).toBe(1);
+      expect(await discover()).toBe(404);
+      expect(deafRegistry.size).toBe(0);
+    } finally {
+      await deaf.close();
+    }
   });
 });

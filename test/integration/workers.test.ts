@@ -6,9 +6,11 @@ import { createServer } from 'node:net';
 import postgres from 'postgres';
 import { afterAll, describe, expect, it } from 'vitest';
 import { randomName } from '../helpers/app.js';
+import { sampleValue, scrape } from '../helpers/metrics.js';
 import {
   api,
   cleanUpServers,
+  freePort,
   logLines,
   runToExit,
   type Server,
@@ -119,7 +121,13 @@ describe.runIf(pgUrl)('WORKERS on PostgreSQL (skipped without DATABASE_URL)', ()
       const url = new URL(pgUrl as string);
       url.pathname = `/${database}`;
 
-      const server = await startServer({ DATABASE_URL: url.href, ADMIN_TOKEN: token, WORKERS: '2' });
+      const metricsPort = await freePort();
+      const server = await startServer({
+        DATABASE_URL: url.href,
+        ADMIN_TOKEN: token,
+        WORKERS: '2',
+        METRICS_PORT: String(metricsPort),
+      });
       const primary = server.child.pid as number;
       let stopped = false;
       try {
@@ -130,7 +138,7 @@ describe.runIf(pgUrl)('WORKERS on PostgreSQL (skipped without DATABASE_URL)', ()
             pid: primary,
             // info, or a warning if other clients of this shared server hold many connections now
             level: expect.toSatisfy((level: number) => level === 30 || level === 40),
-            msg: expect.stringMatching(/^connection budget: 2 processes x 11 = 22 of max_connections \d+/),
+            msg: expect.stringMatching(/^connection budget: 2 processes x 12 = 24 of max_connections \d+/),
           }),
         ]);
         expect(lines.filter((l) => /^applied \d+ migration/.test(l.msg ?? '')).map((l) => l.pid)).toEqual([
@@ -157,6 +165,14 @@ describe.runIf(pgUrl)('WORKERS on PostgreSQL (skipped without DATABASE_URL)', ()
         const path = `/v1/workplaces/${name}`;
         expect(new Set(await burst(server, path, token, 100))).toEqual(new Set([200]));
         await expect.poll(() => servedBy(server, path), { timeout: 10_000 }).toEqual(new Set(workers));
+        // The one metrics port reports both workers' figures added up.
+        const metrics = await scrape(metricsPort);
+        const requests = (operation: string) =>
+          sampleValue(metrics, 'wpa_http_requests_total', { operation, status_class: '2xx' });
+        expect([requests('createWorkplace'), requests('getWorkplace')]).toEqual([1, 100]);
+        // Each worker's pool: DB_POOL_MAX (10) and one for maintenance.
+        expect(sampleValue(metrics, 'wpa_db_pool_max_connections')).toBe(2 * (10 + 1));
+        expect(metrics).not.toContain(name);
 
         // A worker killed outright is replaced; the other serves meanwhile.
         const [killed, survivor] = workers as [number, number];
@@ -232,10 +248,10 @@ describe.runIf(pgUrl)('WORKERS on PostgreSQL (skipped without DATABASE_URL)', ()
   );
 
   it(
-    'refuses to start when (DB_POOL_MAX + 1) x WORKERS exceeds what max_connections allows',
+    'refuses to start when (DB_POOL_MAX + 2) x WORKERS exceeds what max_connections allows',
     async () => {
       const usable = await usableConnections();
-      const workers = Math.floor(usable / 101) + 1; // 101 connections each: together one too many
+      const workers = Math.floor(usable / 102) + 1; // 102 connections each: together one too many
       const run = await runToExit({
         DATABASE_URL: pgUrl as string,
         ADMIN_TOKEN: token,
@@ -245,8 +261,8 @@ describe.runIf(pgUrl)('WORKERS on PostgreSQL (skipped without DATABASE_URL)', ()
       expect(run.code).toBe(1);
       expect(run.stderr).toMatch(
         new RegExp(
-          `connection budget: ${workers} process(es)? x 101 = ${workers * 101} of max_connections \\d+ .*` +
-            `\\(DB_POOL_MAX 100 \\+ 1\\) x WORKERS ${workers} exceeds the ${usable} connections PostgreSQL accepts; ` +
+          `connection budget: ${workers} process(es)? x 102 = ${workers * 102} of max_connections \\d+ .*` +
+            `\\(DB_POOL_MAX 100 \\+ 2\\) x WORKERS ${workers} exceeds the ${usable} connections PostgreSQL accepts; ` +
             'lower DB_POOL_MAX or WORKERS, or raise max_connections',
         ),
       );
@@ -261,7 +277,7 @@ describe.runIf(pgUrl)('WORKERS on PostgreSQL (skipped without DATABASE_URL)', ()
       const usable = await usableConnections();
       // The largest budget that still fits, and at least as many connections held here as it
       // leaves spare, so that it cannot fit in what is free.
-      const workers = Math.ceil(usable / 101);
+      const workers = Math.ceil(usable / 102);
       const perProcess = Math.floor(usable / workers);
       const held = postgres(pgUrl as string, { max: workers + 1, onnotice: () => {} });
       try {
@@ -270,7 +286,7 @@ describe.runIf(pgUrl)('WORKERS on PostgreSQL (skipped without DATABASE_URL)', ()
           DATABASE_URL: pgUrl as string,
           ADMIN_TOKEN: token,
           WORKERS: String(workers),
-          DB_POOL_MAX: String(perProcess - 1),
+          DB_POOL_MAX: String(perProcess - 2),
         });
         const budget = logLines(server.stdout()).filter((l) => /^connection budget: /.test(l.msg ?? ''));
         expect(budget).toEqual([

@@ -39,6 +39,7 @@ describe('loadConfig', () => {
       trustProxy: false,
       ttlIntervalSeconds: 60,
       workers: 1,
+      metricsPort: undefined,
     } satisfies Config);
   });
 
@@ -128,6 +129,8 @@ describe('loadConfig', () => {
       { WORKERS: 'auto', DATABASE_URL: 'postgres://db/app', ADMIN_TOKEN: TOKEN },
       { workers: availableParallelism() },
     ],
+    ['METRICS_PORT', { METRICS_PORT: '9464' }, { metricsPort: 9464 }],
+    ['METRICS_PORT max', { METRICS_PORT: '65535' }, { metricsPort: 65535 }],
     ['TRUST_PROXY=true', { TRUST_PROXY: 'true' }, { trustProxy: true }],
     ['TRUST_PROXY=false', { TRUST_PROXY: 'false' }, { trustProxy: false }],
     ['TRUST_PROXY one address', { TRUST_PROXY: '10.0.0.5' }, { trustProxy: ['10.0.0.5'] }],
@@ -141,6 +144,10 @@ describe('loadConfig', () => {
   });
 
   it.each<[string, string]>([
+    ['METRICS_PORT', '0'],
+    ['METRICS_PORT', '65536'],
+    ['METRICS_PORT', 'x'],
+    ['METRICS_PORT', '3000'],
     ['PORT', 'abc'],
     ['PORT', '-1'],
     ['PORT', '65536'],

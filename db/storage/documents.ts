@@ -143,7 +143,7 @@ function shared(c: CollectionRef, text: string, values: (string | Buffer)[]): St
 export function readStatement(c: CollectionRef, o: ReadOptions, guarded = false): Statement {
   const params = new Params();
   const plan = planFilter(c, o.filter, params);
-  const score = plan.textScore;
+  const score = plan.columns.textScore;
   const order = compileOrderKeys(o.sort, plan.columns, params);
   const keyset = o.after ? `(${keysetPredicate(order, o.after, params)}) and ` : '';
   // A filter that pins `_id`, or every field of a unique index, matches at most one document, so

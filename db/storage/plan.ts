@@ -6,8 +6,7 @@
  * statement that filters a collection's documents takes its WHERE and its LIMIT from here.
  */
 import { implies } from '../../mongo/filter/index-predicate.js';
-import type { Filter } from '../../mongo/filter/parse.js';
-import { textSearchOf } from '../../mongo/filter/parse.js';
+import { type Filter, textSearchOf } from '../../mongo/filter/parse.js';
 import { compileFilter, keyIsExact } from '../../mongo/filter/sql.js';
 import { compileTextScore } from '../../mongo/filter/text-search.js';
 import type { SortColumns, SortKey } from '../../mongo/sort.js';
@@ -34,10 +33,11 @@ export type Guard = 'always' | 'if-catalog-dependent' | 'never';
 export interface FilterPlan {
   /** The WHERE condition: the chosen partial indexes' predicates, then the compiled filter. */
   where: string;
-  /** The key columns an ORDER BY may use, with the filter's `$text` score. */
+  /**
+   * The key columns an ORDER BY may use, with the filter's `$text` score (`columns.textScore`,
+   * when the filter searches and the collection has a text index).
+   */
   columns: SortColumns;
-  /** The `$text` score of the filter's search over the text index, when both exist. */
-  textScore: (() => string) | undefined;
   /**
    * ` limit …` of `count` rows (none when undefined), carrying the catalog guard as `guard` says.
    * Asked last: the ORDER BY compiled before it may have used a catalog-dependent column.
@@ -55,7 +55,6 @@ export function planFilter(c: CollectionRef, filter: Filter, params: Params): Fi
   return {
     where,
     columns: { indexed: columns.indexed, compound: columns.compound, textScore },
-    textScore,
     limit(count, guard) {
       if (guard === 'always' || (guard === 'if-catalog-dependent' && columns.dependsOnCatalog))
         return guardedLimit(c, count);

@@ -462,6 +462,24 @@ export class ProviderRegistry {
     ) {
       return Promise.resolve(secretMatchesHash(actual, Buffer.from(this.clientSecret ?? '', 'hex')));
     };
+    // A secret stops at its client_secret_expires_at. The provider's own check lets it work for its
+    // clock tolerance past that (15 s): a tolerance meant for other parties' clocks (token and
+    // request object times), not for a date this server stores and compares with its own clock.
+    // Client authentication (token, introspection, revocation, PAR) then fails as a wrong secret
+    // does, 401 invalid_client (RFC 6749 section 5.2), where the provider's check answered 400; a
+    // secret used to sign or encrypt a request object keeps the provider's own error.
+    provider.Client.prototype.checkClientSecretExpiration = function checkClientSecretExpiration(
+      this: { clientId: string; clientSecretExpiresAt?: number },
+      message: string,
+      errorOverride?: string,
+    ) {
+      if (!this.clientSecretExpiresAt || Date.now() / 1000 < this.clientSecretExpiresAt) return;
+      const detail = `${message}: client_id ${this.clientId}, client_secret expired at ${this.clientSecretExpiresAt}`;
+      if (!errorOverride) throw new providerErrors.InvalidClientAuth(detail);
+      const err = new providerErrors.InvalidClient(message, detail);
+      Object.assign(err, { error: errorOverride, message: errorOverride });
+      throw err;
+    };
     provider.on('server_error', (_ctx, err) => this.log?.error({ err, workplace }, 'OpenID Provider error'));
     pinOrigin(provider, publicUrl);
     // Outermost (provider.use runs around every route).

@@ -101,11 +101,15 @@ async function introspect(t: Tenant, token: string, as = t) {
 }
 
 /** A second client of the same workplace, with its own registered scopes. */
-async function anotherClient(t: Tenant, scope: string[]): Promise<Tenant> {
+async function anotherClient(
+  t: Tenant,
+  scope: string[],
+  more: Record<string, unknown> = {},
+): Promise<Tenant> {
   const reg = await kit.api(
     'POST',
     `/oidc/${t.workplace}/oidc/registration`,
-    { client_name: 'Orders service', redirect_uris: [REDIRECT], scope },
+    { client_name: 'Orders service', redirect_uris: [REDIRECT], scope, ...more },
     { 'x-auth-token': '', authorizarion: `Bearer ${t.oidcToken}` },
   );
   expect(reg.status, reg.text).toBe(201);
@@ -354,6 +358,32 @@ describe('client_credentials', () => {
     const viaClient = await oidc.clientCredentialsGrant(config, { scope: 'orders:write' });
     expect(viaClient.scope).toBe('orders:write');
     expect(viaClient.refresh_token).toBeUndefined();
+  });
+});
+
+describe('a client secret past its client_secret_expires_at', () => {
+  it('authenticates the client no more, at the token, introspection and revocation endpoints', async () => {
+    const expiresAt = Math.floor(Date.now() / 1000) + 3;
+    const service = await anotherClient(tenant, ['orders:read'], { client_secret_expires_at: expiresAt });
+    const before = await clientCredentials(service, { scope: 'orders:read' });
+    expect(before.status, JSON.stringify(before.body)).toBe(200);
+    const token = before.body.access_token as string;
+    // Past the expiry by less than the provider's clock tolerance (15 s), which is for other
+    // parties' clocks, not for a date this server stores.
+    await new Promise((r) => setTimeout(r, Math.max(0, expiresAt * 1000 - Date.now()) + 200));
+    const after = await clientCredentials(service, { scope: 'orders:read' });
+    expect(after.status, JSON.stringify(after.body)).toBe(401);
+    expect(after.body.error).toBe('invalid_client');
+    expect((await introspect(tenant, token, service)).status).toBe(401);
+    const revoked = await fetch(`${tenant.issuer}/token/revocation`, {
+      method: 'POST',
+      headers: {
+        authorization: `Basic ${Buffer.from(`${service.clientId}:${service.clientSecret}`).toString('base64')}`,
+        'content-type': 'application/x-www-form-urlencoded',
+      },
+      body: new URLSearchParams({ token }),
+    });
+    expect(revoked.status).toBe(401);
   });
 });
 

@@ -1262,7 +1262,7 @@ export interface components {
          *     - **Update** (`?client_id=`) keeps every omitted field as stored. `null` removes an
          *       optional field (`client_name`, `contacts`, `logo_uri`, `client_uri`, `tos_uri`,
          *       `policy_uri`) or resets a field with a default to that default (`scope`,
-         *       `post_logout_redirect_uris`, `client_secret_expires_at`, `response_types`,
+         *       `post_logout_redirect_uris`, `client_secret_expires_at`, `response_types`, `grant_types`,
          *       `application_type`, `token_endpoint_auth_method`). `redirect_uris` cannot be removed.
          *     - `scope` is an array as the interface defines it; a space-separated string
          *       (`"openid email"`, as in RFC 7591) is also accepted and stored as an array. Duplicates
@@ -1331,6 +1331,14 @@ export interface components {
              *     only, so the one allowed value is `code`. Default `["code"]`.
              */
             response_types?: "code"[] | null;
+            /**
+             * @description The grants the client may use at the token endpoint (RFC 7591): `authorization_code`
+             *     (required: the one response type is `code`), `refresh_token`, and
+             *     `client_credentials`, for a confidential client acting as itself (a public client has
+             *     no secret to prove it with). Default `["authorization_code", "refresh_token"]`, so a
+             *     client gets `client_credentials` only by registering it.
+             */
+            grant_types?: ("authorization_code" | "refresh_token" | "client_credentials")[] | null;
             /** @description `web` (default) or `native`; decides which redirect URIs are allowed. */
             application_type?: ("native" | "web") | null;
             /**
@@ -1385,6 +1393,10 @@ export interface components {
          *       "response_types": [
          *         "code"
          *       ],
+         *       "grant_types": [
+         *         "authorization_code",
+         *         "refresh_token"
+         *       ],
          *       "application_type": "web",
          *       "token_endpoint_auth_method": "client_secret_basic"
          *     }
@@ -1408,6 +1420,7 @@ export interface components {
             tos_uri?: string;
             policy_uri?: string;
             response_types: "code"[];
+            grant_types: ("authorization_code" | "refresh_token" | "client_credentials")[];
             /** @enum {string} */
             application_type: "native" | "web";
             /**

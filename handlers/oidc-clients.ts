@@ -11,7 +11,13 @@ import {
 } from '../db/platform/oidc-clients.js';
 import { errors } from '../errors.js';
 import type { components } from '../generated/openapi.js';
-import { isPublic, metadataForCreate, metadataForUpdate, secretChange } from '../oidc/client-metadata.js';
+import {
+  grantTypesOf,
+  isPublic,
+  metadataForCreate,
+  metadataForUpdate,
+  secretChange,
+} from '../oidc/client-metadata.js';
 import { generateSecret, hashSecret, TOKEN_PREFIX } from '../secrets.js';
 import type { Handler, HandlerDeps } from './types.js';
 
@@ -30,6 +36,7 @@ const METADATA_ORDER = [
   'tos_uri',
   'policy_uri',
   'response_types',
+  'grant_types',
   'application_type',
   'token_endpoint_auth_method',
 ] as const satisfies readonly (keyof ClientMetadata)[];
@@ -40,7 +47,8 @@ function present(row: ClientRow, secret?: string): Client {
   if (secret !== undefined) client.client_secret = secret;
   client.client_id_issued_at = row.issued_at;
   for (const key of METADATA_ORDER) {
-    if (row.metadata[key] !== undefined) client[key] = row.metadata[key];
+    if (key === 'grant_types') client[key] = grantTypesOf(row.metadata);
+    else if (row.metadata[key] !== undefined) client[key] = row.metadata[key];
   }
   return client as Client;
 }

@@ -10,12 +10,23 @@ import type { components } from '../generated/openapi.js';
 
 export type ClientMetadataInput = components['schemas']['ClientMetadataInput'];
 
+type GrantType = ClientMetadata['grant_types'][number];
+
+/** RFC 7591's grants, less client_credentials: a client acts as itself only if it registers it. */
+const DEFAULT_GRANT_TYPES: readonly GrantType[] = ['authorization_code', 'refresh_token'];
+
+/** The client's grants; a client stored before they were registered has the default two. */
+export function grantTypesOf(m: Pick<ClientMetadata, 'grant_types'>): GrantType[] {
+  return [...(m.grant_types ?? DEFAULT_GRANT_TYPES)];
+}
+
 const DEFAULTS: ClientMetadata = {
   scope: [],
   redirect_uris: [],
   post_logout_redirect_uris: [],
   client_secret_expires_at: 0,
   response_types: ['code'],
+  grant_types: [...DEFAULT_GRANT_TYPES],
   application_type: 'web',
   token_endpoint_auth_method: 'client_secret_basic',
 };
@@ -128,6 +139,8 @@ function merge(base: ClientMetadata, input: ClientMetadataInput): ClientMetadata
     out.client_secret_expires_at = input.client_secret_expires_at ?? DEFAULTS.client_secret_expires_at;
   if (input.response_types !== undefined)
     out.response_types = input.response_types ?? [...DEFAULTS.response_types];
+  out.grant_types =
+    input.grant_types === undefined ? grantTypesOf(out) : (input.grant_types ?? [...DEFAULT_GRANT_TYPES]);
   if (input.application_type !== undefined)
     out.application_type = input.application_type ?? DEFAULTS.application_type;
   if (input.token_endpoint_auth_method !== undefined)
@@ -183,6 +196,14 @@ function checked(m: ClientMetadata): ClientMetadata {
       checkStorable(`contacts/${i}`, c);
     });
   if (m.redirect_uris.length === 0) throw invalid('redirect_uris', 'must hold at least one URI');
+  // RFC 7591 section 2.1: the response type code goes with the grant that redeems it.
+  if (!m.grant_types.includes('authorization_code'))
+    throw invalid('grant_types', "must include authorization_code, which the response type 'code' needs");
+  if (isPublic(m) && m.grant_types.includes('client_credentials'))
+    throw invalid(
+      'grant_types',
+      'client_credentials needs a client secret: a public client (token_endpoint_auth_method none) cannot act as itself',
+    );
   m.redirect_uris.forEach((uri, i) => {
     checkRedirectUri(`redirect_uris/${i}`, uri, m.application_type);
   });

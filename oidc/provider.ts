@@ -27,6 +27,7 @@ import { registerProviderCache } from '../metrics.js';
 import type { JsonObject } from '../mongo/value/json.js';
 import { secretMatchesHash } from '../secrets.js';
 import { LIST_CLAIMS, userClaims } from './claims.js';
+import { grantTypesOf } from './client-metadata.js';
 import { CONTACTS, extraClientMetadata, REGISTERED_SCOPE } from './extra-client-metadata.js';
 import { generateSigningKey } from './keys.js';
 import { logoutPage, messagePage, PAGE_HEADERS, scriptHashesOnly } from './pages.js';
@@ -77,6 +78,21 @@ function answerFailedBasicAuthWith401(ctx: ProviderContext, issuer: string): voi
   ctx.status = 401;
   ctx.body = { error: 'invalid_client', error_description: description };
   ctx.set('www-authenticate', `Basic realm="${issuer}", error="invalid_client"`);
+}
+
+/**
+ * A grant the client did not register is `unauthorized_client` in RFC 6749 section 5.2; the
+ * provider answers `invalid_request`, which tells a client to fix its request rather than its
+ * registration.
+ */
+function answerUnregisteredGrantAsUnauthorizedClient(ctx: ProviderContext): void {
+  const body = ctx.body as { error?: unknown; error_description?: unknown } | undefined;
+  if (
+    ctx.status === 400 &&
+    body?.error === 'invalid_request' &&
+    body.error_description === 'requested grant type is not allowed for this client'
+  )
+    body.error = 'unauthorized_client';
 }
 
 /** Scopes the provider knows, and the claims each releases from the user document. */
@@ -220,11 +236,8 @@ async function clientPayload(
     redirect_uris: m.redirect_uris,
     post_logout_redirect_uris: m.post_logout_redirect_uris,
     response_types: m.response_types,
-    // A service acting as itself proves it with its secret: public clients have none.
-    grant_types:
-      m.token_endpoint_auth_method === 'none'
-        ? ['authorization_code', 'refresh_token']
-        : ['authorization_code', 'refresh_token', 'client_credentials'],
+    // As registered (client_credentials only by a confidential client that asked for it).
+    grant_types: grantTypesOf(m),
     application_type: m.application_type,
     token_endpoint_auth_method: m.token_endpoint_auth_method,
     scope: [...new Set([...SCOPES, ...m.scope])].join(' '),
@@ -491,6 +504,7 @@ export class ProviderRegistry {
       if (typeof policy === 'string') ctx.set('content-security-policy', scriptHashesOnly(policy));
       if (ctx.status === 503) ctx.set('retry-after', String(RETRY_AFTER_SECONDS));
       answerFailedBasicAuthWith401(ctx, issuer);
+      answerUnregisteredGrantAsUnauthorizedClient(ctx);
       // The standard scopes, which every client has: the provider's own list also holds the
       // scopes of whichever clients this process has met (see extra-client-metadata.ts).
       if ((ctx as { oidc?: { route?: string } }).oidc?.route === 'discovery' && ctx.status === 200) {

@@ -84,8 +84,14 @@ export function tenantKit(server: LiveServer) {
     return { status: res.status, body: text ? JSON.parse(text) : undefined, text };
   }
 
-  /** A workplace with a user (ada@acme.example) and a registered client, all through the API. */
-  async function newTenant(settings: Record<string, unknown> = {}): Promise<Tenant> {
+  /**
+   * A workplace with a user (ada@acme.example) and a registered client, all through the API;
+   * `client` adds to (or overrides) the client's registered metadata.
+   */
+  async function newTenant(
+    settings: Record<string, unknown> = {},
+    client: Record<string, unknown> = {},
+  ): Promise<Tenant> {
     const workplace = randomName('op');
     expect((await api('POST', '/v1/workplaces', { name: workplace })).status).toBe(201);
     if (Object.keys(settings).length) {
@@ -124,6 +130,7 @@ export function tenantKit(server: LiveServer) {
         tos_uri: 'https://acme.example/tos',
         policy_uri: 'https://acme.example/privacy',
         contacts: 'it@acme.example',
+        ...client,
       },
       { 'x-auth-token': '', authorizarion: `Bearer ${oidcToken}` },
     );

@@ -260,7 +260,10 @@ describe('generic plans', () => {
       };
       const sent = await recording(server.sql, async () => {
         // OIDC settings written and read, a user's password set, a client registered.
-        const tenant = await kit.newTenant({ token_timeout: 900, refresh_timeout: 7200 });
+        const tenant = await kit.newTenant(
+          { token_timeout: 900, refresh_timeout: 7200 },
+          { grant_types: ['authorization_code', 'refresh_token', 'client_credentials'] },
+        );
         const v1 = `/v1/workplaces/${tenant.workplace}/oidc`;
         await ok('GET', v1);
         await ok('POST', v1, { id_token_timeout: 600, session_timeout: 86400 });

@@ -90,6 +90,7 @@ const FULL = {
   tos_uri: 'https://acme.example/tos',
   policy_uri: 'https://acme.example/privacy',
   response_types: ['code'],
+  grant_types: ['authorization_code', 'refresh_token', 'client_credentials'],
   application_type: 'web',
   token_endpoint_auth_method: 'client_secret_post',
 };
@@ -110,6 +111,7 @@ describe('registering a client', () => {
         redirect_uris: [REDIRECT],
         post_logout_redirect_uris: [],
         response_types: ['code'],
+        grant_types: ['authorization_code', 'refresh_token'],
         application_type: 'web',
         token_endpoint_auth_method: 'client_secret_basic',
       },
@@ -318,6 +320,20 @@ const INVALID_METADATA: Invalid[] = [
     'response_types',
   ],
   ['empty response_types', { response_types: [] }, 'invalid_client_metadata', 'response_types'],
+  ['an unknown grant type', { grant_types: ['password'] }, 'invalid_client_metadata', 'grant_types/0'],
+  ['empty grant_types', { grant_types: [] }, 'invalid_client_metadata', 'grant_types'],
+  [
+    'grant_types without authorization_code',
+    { grant_types: ['client_credentials'] },
+    'invalid_client_metadata',
+    'grant_types',
+  ],
+  [
+    'client_credentials for a public client',
+    { token_endpoint_auth_method: 'none', grant_types: ['authorization_code', 'client_credentials'] },
+    'invalid_client_metadata',
+    'grant_types',
+  ],
   ['a logo_uri that is not a URL', { logo_uri: 'logo.png' }, 'invalid_client_metadata', 'logo_uri'],
   ['a javascript: logo_uri', { logo_uri: 'javascript:alert(1)' }, 'invalid_client_metadata', 'logo_uri'],
   ['an ftp client_uri', { client_uri: 'ftp://acme.example/' }, 'invalid_client_metadata', 'client_uri'],
@@ -517,6 +533,7 @@ describe('updating a client', () => {
       post_logout_redirect_uris: null,
       client_secret_expires_at: null,
       response_types: null,
+      grant_types: null,
       application_type: null,
       token_endpoint_auth_method: null,
     });
@@ -529,6 +546,7 @@ describe('updating a client', () => {
       redirect_uris: FULL.redirect_uris,
       post_logout_redirect_uris: [],
       response_types: ['code'],
+      grant_types: ['authorization_code', 'refresh_token'],
       application_type: 'web',
       token_endpoint_auth_method: 'client_secret_basic',
     });

@@ -24,6 +24,8 @@ import {
 const API = 'https://api.acme.example';
 const OTHER_API = 'https://billing.acme.example';
 
+const ALL_GRANTS = ['authorization_code', 'refresh_token', 'client_credentials'];
+
 let server: LiveServer;
 let kit: ReturnType<typeof tenantKit>;
 let tenant: Tenant;
@@ -31,8 +33,9 @@ let other: Tenant;
 beforeAll(async () => {
   server = await startLiveServer();
   kit = tenantKit(server);
-  tenant = await kit.newTenant();
-  other = await kit.newTenant();
+  // Clients that may act as themselves too (client_credentials), which a client registers.
+  tenant = await kit.newTenant({}, { grant_types: ALL_GRANTS });
+  other = await kit.newTenant({}, { grant_types: ALL_GRANTS });
   for (const t of [tenant, other]) {
     const res = await kit.api('POST', `/v1/workplaces/${t.workplace}/storages/users/update`, {
       query: { _id: 'u-ada' },
@@ -267,7 +270,7 @@ describe('JWT access tokens for a resource server', () => {
     // Long enough that a sign-in on a loaded machine still finds both tokens alive; the wait
     // below goes by the tokens' own exp, not by a guess.
     const lifetime = 5;
-    const t = await kit.newTenant({ token_timeout: lifetime });
+    const t = await kit.newTenant({ token_timeout: lifetime }, { grant_types: ALL_GRANTS });
     const cc = await clientCredentials(t, { resource: API });
     expect(cc.body.expires_in).toBe(lifetime);
     const token = cc.body.access_token as string;
@@ -331,7 +334,9 @@ describe('introspection', () => {
 
 describe('client_credentials', () => {
   it('gives a JWT whose sub is the client, no refresh token, only registered scopes, token_timeout', async () => {
-    const service = await anotherClient(tenant, ['orders:read', 'orders:write', 'offline_access']);
+    const service = await anotherClient(tenant, ['orders:read', 'orders:write', 'offline_access'], {
+      grant_types: ALL_GRANTS,
+    });
     const res = await clientCredentials(service, { scope: 'orders:read', resource: API });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
     expect(res.body).not.toHaveProperty('refresh_token');
@@ -361,10 +366,31 @@ describe('client_credentials', () => {
   });
 });
 
+describe('grant_types', () => {
+  it('gives client_credentials only to a client that registered it', async () => {
+    const portal = await anotherClient(tenant, ['orders:read']);
+    const refused = await clientCredentials(portal, { scope: 'orders:read' });
+    expect(refused.status, JSON.stringify(refused.body)).toBe(400);
+    expect(refused.body.error).toBe('unauthorized_client');
+    // Registering it later lets it.
+    const changed = await kit.api(
+      'POST',
+      `/oidc/${tenant.workplace}/oidc/registration?client_id=${portal.clientId}`,
+      { grant_types: ALL_GRANTS },
+      { 'x-auth-token': '', authorizarion: `Bearer ${tenant.oidcToken}` },
+    );
+    expect(changed.status, changed.text).toBe(200);
+    expect((await clientCredentials(portal, { scope: 'orders:read' })).status).toBe(200);
+  });
+});
+
 describe('a client secret past its client_secret_expires_at', () => {
   it('authenticates the client no more, at the token, introspection and revocation endpoints', async () => {
     const expiresAt = Math.floor(Date.now() / 1000) + 3;
-    const service = await anotherClient(tenant, ['orders:read'], { client_secret_expires_at: expiresAt });
+    const service = await anotherClient(tenant, ['orders:read'], {
+      client_secret_expires_at: expiresAt,
+      grant_types: ALL_GRANTS,
+    });
     const before = await clientCredentials(service, { scope: 'orders:read' });
     expect(before.status, JSON.stringify(before.body)).toBe(200);
     const token = before.body.access_token as string;

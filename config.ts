@@ -282,8 +282,12 @@ function parseTrustProxy(problems: string[], raw: string | undefined): boolean |
 }
 
 function defaultPublicUrl(host: string, port: number): string {
-  const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : host;
-  return `http://${shown.includes(':') ? `[${shown}]` : shown}:${port}`;
+  return httpUrl(host === '0.0.0.0' || host === '::' ? 'localhost' : host, port);
+}
+
+/** `http://host:port`, an IPv6 address in brackets. */
+export function httpUrl(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
 /** The public URL once the server listens: PUBLIC_URL if set, else derived from the port actually bound. */

@@ -62,29 +62,41 @@ export function registerPool(sample: () => PoolSample): () => void {
   };
 }
 
-function poolGauge(name: string, help: string, pick: (s: PoolSample) => number) {
-  return new client.Gauge({
+/** A gauge set, at each scrape, to what `value` gives then. */
+function sampledGauge(name: string, help: string, value: () => number): void {
+  new client.Gauge({
     name,
     help,
     collect() {
-      let total = 0;
-      for (const sample of pools) total += pick(sample());
-      this.set(total);
+      this.set(value());
     },
   });
 }
 
-poolGauge(
+/** `pick` summed over the registered pools. */
+function overPools(pick: (s: PoolSample) => number): () => number {
+  return () => {
+    let total = 0;
+    for (const sample of pools) total += pick(sample());
+    return total;
+  };
+}
+
+sampledGauge(
   'wpa_db_pool_max_connections',
   'Connections the pools may open (DB_POOL_MAX, plus one for maintenance).',
-  (s) => s.max,
+  overPools((s) => s.max),
 );
-poolGauge(
+sampledGauge(
   'wpa_db_pool_active_statements',
   'Statements sent and not answered yet: the pool connections in use.',
-  (s) => s.active,
+  overPools((s) => s.active),
 );
-poolGauge('wpa_db_pool_waiting_statements', 'Statements waiting for a pool connection.', (s) => s.waiting);
+sampledGauge(
+  'wpa_db_pool_waiting_statements',
+  'Statements waiting for a pool connection.',
+  overPools((s) => s.waiting),
+);
 
 export const catalogLookups = new client.Counter({
   name: 'wpa_catalog_cache_lookups_total',
@@ -106,23 +118,19 @@ export const ttlPassDuration = new client.Histogram({
 // Weakly held: a registry dropped with its app (tests make many) leaves the sum by itself.
 const providerCaches = new Set<WeakRef<{ readonly size: number }>>();
 
-/** Counts `cache.size` in the gauge below for as long as the cache lives. */
+/** Counts `cache.size` in wpa_oidc_providers_cached for as long as the cache lives. */
 export function registerProviderCache(cache: { readonly size: number }): void {
   providerCaches.add(new WeakRef(cache));
 }
 
-new client.Gauge({
-  name: 'wpa_oidc_providers_cached',
-  help: "Workplaces' OpenID Providers held in memory.",
-  collect() {
-    let total = 0;
-    for (const ref of providerCaches) {
-      const cache = ref.deref();
-      if (cache) total += cache.size;
-      else providerCaches.delete(ref);
-    }
-    this.set(total);
-  },
+sampledGauge('wpa_oidc_providers_cached', "Workplaces' OpenID Providers held in memory.", () => {
+  let total = 0;
+  for (const ref of providerCaches) {
+    const cache = ref.deref();
+    if (cache) total += cache.size;
+    else providerCaches.delete(ref);
+  }
+  return total;
 });
 
 export const oidcSignIns = new client.Counter({

@@ -4,7 +4,7 @@ import cluster from 'node:cluster';
 import { type Logger, pino } from 'pino';
 import { AggregatorRegistry } from 'prom-client';
 import { buildApp } from './app.js';
-import { type Config, ConfigError, loadConfig, publicUrlFor } from './config.js';
+import { type Config, ConfigError, httpUrl, loadConfig, publicUrlFor } from './config.js';
 import { connectionBudget, readConnectionLimits } from './db/connection/connection-budget.js';
 import { DataDirLockedError } from './db/connection/embedded.js';
 import { migrate } from './db/connection/migrate.js';
@@ -201,8 +201,7 @@ async function serveMetrics(
     metrics,
     onError: (err) => log.warn({ err }, 'a metrics scrape failed'),
   });
-  const host = config.host.includes(':') ? `[${config.host}]` : config.host;
-  log.info(`Metrics on http://${host}:${server.port}/metrics`);
+  log.info(`Metrics on ${httpUrl(config.host, server.port)}/metrics`);
   return server;
 }
 
@@ -238,8 +237,7 @@ async function superviseWorkers(config: Config, log: Logger): Promise<void> {
     }
     if (listening.size === config.workers) {
       started = true;
-      const host = address.addressType === 6 ? `[${address.address}]` : address.address;
-      log.info(listeningLine(config, `http://${host}:${address.port}`, config.workers));
+      log.info(listeningLine(config, httpUrl(address.address, address.port), config.workers));
     }
   });
 

@@ -46,9 +46,10 @@ function present(row: ClientRow, secret?: string): Client {
   const client: Record<string, unknown> = { client_id: row.client_id };
   if (secret !== undefined) client.client_secret = secret;
   client.client_id_issued_at = row.issued_at;
+  // A client stored before grant_types were registered shows the ones it has.
+  const metadata = { ...row.metadata, grant_types: grantTypesOf(row.metadata) };
   for (const key of METADATA_ORDER) {
-    if (key === 'grant_types') client[key] = grantTypesOf(row.metadata);
-    else if (row.metadata[key] !== undefined) client[key] = row.metadata[key];
+    if (metadata[key] !== undefined) client[key] = metadata[key];
   }
   return client as Client;
 }

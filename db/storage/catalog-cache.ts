@@ -16,6 +16,11 @@ const ATTEMPTS = 5;
  */
 export const CATALOG_ENTRY_TTL_MS = 10_000;
 
+/** An entry's key: a workplace name holds no newline. */
+function keyOf(workplace: string, name: string): string {
+  return `${workplace}\n${name}`;
+}
+
 interface Entry {
   ref: CollectionRef;
   readAt: number;
@@ -47,7 +52,7 @@ export class CatalogCache {
     name: string,
     read: (c: CollectionRef) => Promise<T>,
   ): Promise<Lookup<T>> {
-    const key = `${workplace}\n${name}`;
+    const key = keyOf(workplace, name);
     const now = this.options.now ?? Date.now;
     const ttl = this.options.ttlMs ?? CATALOG_ENTRY_TTL_MS;
     for (let attempt = 1; ; attempt++) {
@@ -90,12 +95,13 @@ export class CatalogCache {
 
   /** Drops what this process knows of a workplace's collections (after it changed them). */
   forget(workplace: string): void {
-    for (const key of this.#entries.keys()) if (key.startsWith(`${workplace}\n`)) this.#entries.delete(key);
+    for (const key of this.#entries.keys())
+      if (key.startsWith(keyOf(workplace, ''))) this.#entries.delete(key);
   }
 
   /** Drops one collection's entry: its catalog changed, here or in another process (catalog-changes.ts). */
   forgetCollection(workplace: string, name: string): void {
-    this.#entries.delete(`${workplace}\n${name}`);
+    this.#entries.delete(keyOf(workplace, name));
   }
 
   /** Drops every entry: changes may have been missed (catalog-changes.ts). */
@@ -105,6 +111,6 @@ export class CatalogCache {
 
   /** Whether the collection's entry is held, expired or not (for tests). */
   holds(workplace: string, name: string): boolean {
-    return this.#entries.has(`${workplace}\n${name}`);
+    return this.#entries.has(keyOf(workplace, name));
   }
 }

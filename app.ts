@@ -32,6 +32,7 @@ import {
   specOperations,
 } from './http/spec.js';
 import { createValidatorCompiler, requiringBody } from './http/validation.js';
+import { AccessTokenVerifier } from './oidc/access-tokens.js';
 import { ProviderRegistry } from './oidc/provider.js';
 import { registerOidcProvider } from './oidc/routes.js';
 
@@ -95,13 +96,23 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     deps.providers ??
     new ProviderRegistry(deps.sql, deps.issuerBase ?? (() => 'http://127.0.0.1:3000'), deps.logger);
   const catalog = deps.catalog ?? new CatalogCache(deps.sql);
+  const accessTokens = new AccessTokenVerifier(deps.sql, (name) => providers.issuerOf(name));
+  providers.grantEnded = (name) => accessTokens.forget(name);
   const handlers: Handlers = createHandlers({
     sql: deps.sql,
     statistics,
     catalog,
-    workplaceDeleted: (name) => providers.forget(name),
+    workplaceDeleted: (name) => {
+      providers.forget(name);
+      accessTokens.forget(name);
+    },
+    grantsEnded: (name) => accessTokens.forget(name),
   });
-  const authenticators = createAuthenticators({ sql: deps.sql, adminTokenHash: deps.adminTokenHash });
+  const authenticators = createAuthenticators({
+    sql: deps.sql,
+    adminTokenHash: deps.adminTokenHash,
+    accessTokens,
+  });
 
   checkSpecMatchesHandlers(operations, handlers);
 
@@ -195,7 +206,15 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   if (deps.catalogChanges !== false) {
     const changes = await listenForCatalogChanges(
       deps.sql,
-      { catalog, workplaceChanged: (name) => providers.forget(name) },
+      {
+        catalog,
+        workplaceChanged: (name) => {
+          providers.forget(name);
+          accessTokens.forget(name);
+        },
+        grantsEnded: (name) => accessTokens.forget(name),
+        missed: () => accessTokens.clear(),
+      },
       (err) => deps.logger?.warn({ err }, 'listening for catalog changes failed'),
     );
     app.addHook('onClose', () => changes.close());

@@ -101,6 +101,11 @@ export const SQLSTATE = {
    * server runs it again with a fresh catalog entry; it never reaches a client.
    */
   staleCatalog: 'WP001',
+  /**
+   * A collection's rule refused a document an end user writes (mdb.rule_refused, migration 0025):
+   * a 403 FORBIDDEN naming the rule; the statement failed, so nothing was written.
+   */
+  ruleRefused: 'WP002',
 } as const;
 
 /** The longest path parameter the router accepts: names are at most 64 characters, ids 36. */
@@ -123,6 +128,18 @@ export const errors = {
     new AppError(400, 'BAD_REQUEST', message, { oauthError }),
   unauthorized: (message: string) =>
     new AppError(401, 'UNAUTHORIZED', message, { oauthError: 'invalid_token' }),
+  /** An end user's bearer token that does not hold (RFC 6750 section 3.1). */
+  invalidAccessToken: (message: string) =>
+    new AppError(401, 'UNAUTHORIZED', message, {
+      oauthError: 'invalid_token',
+      headers: { 'www-authenticate': 'Bearer error="invalid_token"' },
+    }),
+  /** No credentials on a route that takes an end user's bearer token (RFC 6750 section 3). */
+  credentialsMissing: (message: string) =>
+    new AppError(401, 'UNAUTHORIZED', message, {
+      oauthError: 'invalid_token',
+      headers: { 'www-authenticate': 'Bearer' },
+    }),
   forbidden: (message: string) => new AppError(403, 'FORBIDDEN', message),
   routeNotFound: (method: string, url: string) =>
     new AppError(404, 'ROUTE_NOT_FOUND', `No route ${method} ${url}.`, { oauthError: 'invalid_request' }),
@@ -255,6 +272,8 @@ export function toAppError(err: unknown, bodyLimit: number): AppError {
       return errors.invalidJson(message);
     case '23505':
       return new AppError(409, 'DUPLICATE_KEY', 'A unique key is already taken.', { cause: err });
+    case SQLSTATE.ruleRefused:
+      return new AppError(403, 'FORBIDDEN', `${message}; nothing was written.`, { cause: err });
     case SQLSTATE.queryRejected:
       // MongoDB's message, the same one the TypeScript evaluation throws as a QueryError.
       return errors.invalidQuery(message);

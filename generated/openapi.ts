@@ -571,6 +571,56 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workplaces/{name}/storages/{storage_name}/rules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read a collection's rules
+         * @description The rules that decide what the workplace's end users (callers with an access token,
+         *     `EndUserToken`) may do in the collection. Every kind is present: `null` where it refuses
+         *     end users. A collection that never had rules answers every kind `null`.
+         */
+        get: operations["getCollectionRules"];
+        /**
+         * Replace a collection's rules
+         * @description Replaces the collection's rules as a whole; a kind left out refuses that access to end
+         *     users. Each rule is a MongoDB query filter (the grammar of `read`'s `query`), whose
+         *     `$expr` may name three variables besides the document's fields:
+         *     - `$$AUTH`: the access token's verified claims (`sub`, `client_id`, `scope`, `roles`,
+         *       `groups`, and any other claim it carries). A token from `client_credentials` acts as
+         *       its client: its `sub` is its `client_id`.
+         *     - `$$USER`: the caller's user document, read from the workplace's users collection (the
+         *       OIDC settings' `collection`) at each request, so that a role kept in the profile takes
+         *       effect on the next request; missing for a client's own token.
+         *     - `$$NOW`: the request's time, an ISO 8601 string as `$currentDate` stores it.
+         *
+         *     `read` applies to every read (read, count, distinct, aggregate, the single-document
+         *     routes) and to the documents updates and deletes may match; `create` to each new
+         *     document; `update` to each document both before and after its change; `delete` to each
+         *     document deleted (besides `read`). `{}` admits every end user of the workplace. A rule
+         *     that cannot be evaluated for the caller (a claim it names is absent) is false, never an
+         *     error. `fields.immutable` paths cannot be changed by end users; `fields.presets` are set
+         *     on every document an end user creates, upserts or replaces, overriding what was sent (a
+         *     value may be a constant or a variable: `"$$AUTH.sub"`). Administrators and X-Auth-Tokens
+         *     are not subject to rules. The change applies to requests that start after it.
+         */
+        put: operations["replaceCollectionRules"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workplaces/{name}/storages/{storage_name}/read": {
         parameters: {
             query?: never;
@@ -1523,6 +1573,42 @@ export interface components {
         IndexListEnvelope: {
             result: components["schemas"]["Index"][];
         };
+        /** @description A MongoDB query filter whose `$expr` may name `$$AUTH`, `$$USER` and `$$NOW`; `null` refuses end users. */
+        RuleFilter: {
+            [key: string]: unknown;
+        } | null;
+        RulePaths: components["schemas"]["FieldPath"][];
+        RuleFields: {
+            hidden?: components["schemas"]["RulePaths"];
+            immutable?: components["schemas"]["RulePaths"];
+            /** @description Path to value (a constant, or a variable such as `"$$AUTH.sub"`). */
+            presets?: {
+                [key: string]: unknown;
+            };
+        };
+        CollectionRules: {
+            read?: components["schemas"]["RuleFilter"];
+            create?: components["schemas"]["RuleFilter"];
+            update?: components["schemas"]["RuleFilter"];
+            delete?: components["schemas"]["RuleFilter"];
+            fields?: components["schemas"]["RuleFields"];
+        };
+        StoredCollectionRules: {
+            read: components["schemas"]["RuleFilter"];
+            create: components["schemas"]["RuleFilter"];
+            update: components["schemas"]["RuleFilter"];
+            delete: components["schemas"]["RuleFilter"];
+            fields: {
+                hidden: components["schemas"]["RulePaths"];
+                immutable: components["schemas"]["RulePaths"];
+                presets: {
+                    [key: string]: unknown;
+                };
+            };
+        };
+        CollectionRulesEnvelope: {
+            result: components["schemas"]["StoredCollectionRules"];
+        };
         /** @description A JSON object. `_id` (a string, number or object) identifies it within its collection. */
         Document: {
             [key: string]: unknown;
@@ -1901,8 +1987,26 @@ export interface components {
             };
         };
         /**
+         * @description No credentials (`WWW-Authenticate: Bearer`), an `X-Auth-Token` that is not valid, or an
+         *     end user's access token that is not valid for this workplace: a bad signature, another
+         *     workplace's or audience's token, an ID or refresh token, expired, or its grant ended
+         *     (`WWW-Authenticate: Bearer error="invalid_token"`, RFC 6750). Code `UNAUTHORIZED`.
+         */
+        UnauthorizedBearer: {
+            headers: {
+                "WWW-Authenticate": components["headers"]["WwwAuthenticate"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /**
          * @description The token is valid but may not do this (`FORBIDDEN`): a read-only token on an operation
-         *     that writes (or reveals a secret), or a scoped token on an admin-only operation.
+         *     that writes (or reveals a secret), a scoped token on an admin-only operation, or an end
+         *     user's access token that the collection's rules refuse (no rules, a `null` rule, or a
+         *     write whose document the rule refuses: the detail names the rule, and nothing is
+         *     written).
          */
         Forbidden: {
             headers: {
@@ -2887,6 +2991,74 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    getCollectionRules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The rules. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectionRulesEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    replaceCollectionRules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CollectionRules"];
+            };
+        };
+        responses: {
+            /** @description The rules as stored. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["CollectionRulesEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
     readDocuments: {
         parameters: {
             query?: never;
@@ -2915,7 +3087,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["UnauthorizedBearer"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
@@ -2952,7 +3124,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["UnauthorizedBearer"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
@@ -2990,7 +3162,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["UnauthorizedBearer"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
@@ -3028,7 +3200,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["UnauthorizedBearer"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
@@ -3065,7 +3237,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["UnauthorizedBearer"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
@@ -3102,7 +3274,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["UnauthorizedBearer"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
@@ -3139,7 +3311,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["UnauthorizedBearer"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
@@ -3176,7 +3348,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["UnauthorizedBearer"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
@@ -3214,7 +3386,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["UnauthorizedBearer"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
@@ -3252,7 +3424,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["UnauthorizedBearer"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
@@ -3289,7 +3461,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["UnauthorizedBearer"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
@@ -3327,7 +3499,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["UnauthorizedBearer"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
@@ -3365,7 +3537,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
-            401: components["responses"]["Unauthorized"];
+            401: components["responses"]["UnauthorizedBearer"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];

@@ -24,12 +24,14 @@ import {
   projectsEverything,
 } from '../mongo/projection.js';
 import { RegexSession } from '../mongo/regex/run.js';
+import { bindRule, changedImmutable, type RuleKind, restrict, withPresets } from '../mongo/rules.js';
 import { orderKeyCount, parseSort } from '../mongo/sort.js';
 import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../mongo/update/update.js';
 import type { JsonObject } from '../mongo/value/json.js';
 import { parsePath } from '../mongo/value/path.js';
 import { EncodedJson } from './encoded-json.js';
-import type { Handler, HandlerDeps } from './types.js';
+import { type RuleScope, ruleOf, ruleScopeOf } from './rule-scope.js';
+import type { Caller, Handler, HandlerDeps } from './types.js';
 
 export const DEFAULT_LIMIT = 100;
 
@@ -63,7 +65,7 @@ interface StoragePath {
 function updatePlan(
   body: { query: unknown; doc: unknown; upsert?: boolean; arrayFilters?: unknown },
   expect?: 'operators' | 'replacement',
-): UpdatePlan {
+): (scope: RuleScope | undefined) => UpdatePlan {
   const query = body.query as JsonObject;
   const filter = parseFilter(query);
   const update = parseUpdate(body.doc, { arrayFilters: body.arrayFilters });
@@ -77,14 +79,46 @@ function updatePlan(
     );
   const seed = body.upsert ? upsertSeed(query, update) : undefined;
   const now = new Date();
-  return {
-    filter,
-    apply: (doc: JsonObject) => applyUpdate(doc, update, { now, isInsert: false, filter }),
-    modified: (before: JsonObject, after: JsonObject) => !jsonEqual(before, after),
-    single: update.kind === 'replacement',
-    ...(seed
-      ? { upsert: { query, document: () => applyUpdate(seed, update, { now, isInsert: true }) } }
-      : {}),
+  const replacement = update.kind === 'replacement';
+  return (scope) => {
+    const apply = (doc: JsonObject) => applyUpdate(doc, update, { now, isInsert: false, filter });
+    const insert = seed ? () => applyUpdate(seed, update, { now, isInsert: true }) : undefined;
+    const plan: UpdatePlan = {
+      filter,
+      apply,
+      modified: (before: JsonObject, after: JsonObject) => !jsonEqual(before, after),
+      single: replacement,
+      ...(insert ? { upsert: { query, document: insert } } : {}),
+    };
+    if (!scope) return plan;
+    // An end user: the update matches what `read` and `update` admit, its results must satisfy
+    // `update` (checked as it is written), immutable fields stay, and presets apply to a
+    // replacement and to an upsert's new document, which `create` must admit.
+    const { rules, vars } = scope;
+    const updateRule = ruleOf(scope, 'update');
+    return {
+      ...plan,
+      filter: restrict(filter, ruleOf(scope, 'read', 'update')),
+      apply: (doc: JsonObject) => {
+        const after = replacement ? withPresets(apply(doc), rules, vars) : apply(doc);
+        const changed = changedImmutable(rules, doc, after);
+        if (changed !== undefined)
+          throw errors.forbidden(`'${changed}' is immutable for end users; nothing was written.`);
+        return after;
+      },
+      ...(insert
+        ? {
+            upsert: {
+              query,
+              document: () => withPresets(insert(), rules, vars),
+            },
+          }
+        : {}),
+      checks: {
+        update: { kind: 'update', rule: updateRule },
+        ...(insert ? { create: { kind: 'create', rule: ruleOf(scope, 'create') } } : {}),
+      },
+    };
   };
 }
 
@@ -110,7 +144,21 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     return lookup.found;
   }
 
-  const readDocuments: Handler<'readDocuments'> = async ({ params, body }) => {
+  /** inCollection, with the rules the caller is held to (none for administrators and X-Auth-Tokens). */
+  function underRules<T>(
+    caller: Caller,
+    workplace: string,
+    name: string,
+    work: (c: CollectionRef, scope: RuleScope | undefined) => Promise<T>,
+  ): Promise<T> {
+    return inCollection(workplace, name, async (c) => work(c, await ruleScopeOf(sql, caller, c)));
+  }
+
+  /** The filter a request may match: as sent, or within the end user's rules of `kinds`. */
+  const within = (filter: Filter, scope: RuleScope | undefined, ...kinds: RuleKind[]): Filter =>
+    scope ? restrict(filter, ruleOf(scope, ...kinds)) : filter;
+
+  const readDocuments: Handler<'readDocuments'> = async ({ params, body, caller }) => {
     // Parse everything before touching the database, so a bad request costs no query.
     const filter = parseFilter(body.query ?? {});
     const sort = sortOf(body.sort, filter);
@@ -133,14 +181,17 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
       ...(projection.textScores ? { textScore: true } : {}),
     };
     const next = (keys: Buffer[] | undefined) => (keys ? { next: encodeCursor(binding(), keys) } : {});
+    const inScope = (scope: RuleScope | undefined) => ({ ...options, filter: within(filter, scope, 'read') });
     // Without a projection the documents go out as the database wrote them, never parsed.
     if (projectsEverything(projection)) {
-      const page = await inCollection(params.name, params.storage_name, (c) =>
-        readPageJson(sql, c, options, true),
+      const page = await underRules(caller, params.name, params.storage_name, (c, scope) =>
+        readPageJson(sql, c, inScope(scope), true),
       );
       return { status: 200, body: EncodedJson.member('result', page.result, next(page.next)) };
     }
-    const page = await inCollection(params.name, params.storage_name, (c) => readPage(sql, c, options, true));
+    const page = await underRules(caller, params.name, params.storage_name, (c, scope) =>
+      readPage(sql, c, inScope(scope), true),
+    );
     // The page's projections share the request's regex budget.
     const result = await new RegexSession().map(page.result, (d, i) => {
       const textScore = page.scores?.[i];
@@ -149,125 +200,166 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     return { status: 200, body: { result, ...next(page.next) } };
   };
 
-  const createDocuments: Handler<'createDocuments'> = async ({ params, body, verbatimBody }) => {
-    const docs = body.docs as JsonObject[];
-    const verbatim = verbatimBody === undefined ? undefined : { text: verbatimBody, member: 'docs' };
-    const { table, ids } = await inCollection(params.name, params.storage_name, async (c) => ({
-      table: c.table,
-      ids: await orConflict(insertDocuments(sql, c, docs, verbatim)),
-    }));
+  const createDocuments: Handler<'createDocuments'> = async ({ params, body, verbatimBody, caller }) => {
+    const sent = body.docs as JsonObject[];
+    const { table, ids } = await underRules(caller, params.name, params.storage_name, async (c, scope) => {
+      if (!scope) {
+        const verbatim = verbatimBody === undefined ? undefined : { text: verbatimBody, member: 'docs' };
+        return { table: c.table, ids: await orConflict(insertDocuments(sql, c, sent, verbatim)) };
+      }
+      // An end user's documents get the presets, and must each satisfy `create` as written.
+      const rule = ruleOf(scope, 'create');
+      const docs = sent.map((d) => withPresets(d, scope.rules, scope.vars));
+      const check = { kind: 'create' as const, rule };
+      return { table: c.table, ids: await orConflict(insertDocuments(sql, c, docs, undefined, check)) };
+    });
     statistics.noteWrites(table, ids.length);
     return { status: 201, body: { result: { insertedCount: ids.length, insertedIds: ids } } };
   };
 
   /** Runs an update plan in the collection, counting what it wrote. */
-  async function runUpdate(params: StoragePath, plan: UpdatePlan): Promise<UpdateOutcome> {
-    const { table, outcome } = await inCollection(params.name, params.storage_name, async (c) => ({
-      table: c.table,
-      outcome: await orConflict(updateRows(sql, c, plan)),
-    }));
+  async function runUpdate(
+    caller: Caller,
+    params: StoragePath,
+    plan: (scope: RuleScope | undefined) => UpdatePlan,
+  ): Promise<UpdateOutcome> {
+    const { table, outcome } = await underRules(
+      caller,
+      params.name,
+      params.storage_name,
+      async (c, scope) => ({
+        table: c.table,
+        outcome: await orConflict(updateRows(sql, c, plan(scope))),
+      }),
+    );
     statistics.noteWrites(table, outcome.modifiedCount + (outcome.upsertedId === undefined ? 0 : 1));
     return outcome;
   }
 
-  const updateDocuments: Handler<'updateDocuments'> = async ({ params, body }) => {
-    const { document: _, ...result } = await runUpdate(params, updatePlan(body));
+  const updateDocuments: Handler<'updateDocuments'> = async ({ params, body, caller }) => {
+    const { document: _, ...result } = await runUpdate(caller, params, updatePlan(body));
     return { status: 200, body: { result } };
   };
 
-  const updateOneDocument: Handler<'updateOneDocument'> = async ({ params, body }) => {
+  const updateOneDocument: Handler<'updateOneDocument'> = async ({ params, body, caller }) => {
     const update = updatePlan(body, 'operators');
-    const plan = { ...update, single: true, sort: sortOf(body.sort, update.filter) };
-    const { document: _, ...result } = await runUpdate(params, plan);
+    const sort = sortOf(body.sort, parseFilter(body.query));
+    const plan = (scope: RuleScope | undefined) => ({ ...update(scope), single: true, sort });
+    const { document: _, ...result } = await runUpdate(caller, params, plan);
     return { status: 200, body: { result } };
   };
 
-  const replaceOneDocument: Handler<'replaceOneDocument'> = async ({ params, body }) => {
+  const replaceOneDocument: Handler<'replaceOneDocument'> = async ({ params, body, caller }) => {
     const update = updatePlan(body, 'replacement');
-    const plan = { ...update, single: true, sort: sortOf(body.sort, update.filter) };
-    const { document: _, ...result } = await runUpdate(params, plan);
+    const sort = sortOf(body.sort, parseFilter(body.query));
+    const plan = (scope: RuleScope | undefined) => ({ ...update(scope), single: true, sort });
+    const { document: _, ...result } = await runUpdate(caller, params, plan);
     return { status: 200, body: { result } };
   };
 
   async function findOneAndModify(
+    caller: Caller,
     params: StoragePath,
-    body: { sort?: unknown; fields?: unknown; returnDocument?: 'before' | 'after' },
-    update: UpdatePlan,
+    body: { query: unknown; sort?: unknown; fields?: unknown; returnDocument?: 'before' | 'after' },
+    update: (scope: RuleScope | undefined) => UpdatePlan,
   ) {
-    const projection = withoutTextScore(parseProjection(body.fields, update.filter));
-    const plan: UpdatePlan = {
-      ...update,
+    const filter = parseFilter(body.query);
+    const projection = withoutTextScore(parseProjection(body.fields, filter));
+    const sort = sortOf(body.sort, filter);
+    const plan = (scope: RuleScope | undefined): UpdatePlan => ({
+      ...update(scope),
       single: true,
-      sort: sortOf(body.sort, update.filter),
+      sort,
       returning: {
         which: body.returnDocument ?? 'before',
         project: (doc) => applyProjection(doc, projection),
       },
-    };
-    const { document } = await runUpdate(params, plan);
+    });
+    const { document } = await runUpdate(caller, params, plan);
     return { status: 200 as const, body: { result: { value: document ?? null } } };
   }
 
-  const findOneAndUpdate: Handler<'findOneAndUpdate'> = ({ params, body }) =>
-    findOneAndModify(params, body, updatePlan(body, 'operators'));
+  const findOneAndUpdate: Handler<'findOneAndUpdate'> = ({ params, body, caller }) =>
+    findOneAndModify(caller, params, body, updatePlan(body, 'operators'));
 
-  const findOneAndReplace: Handler<'findOneAndReplace'> = ({ params, body }) =>
-    findOneAndModify(params, body, updatePlan(body, 'replacement'));
+  const findOneAndReplace: Handler<'findOneAndReplace'> = ({ params, body, caller }) =>
+    findOneAndModify(caller, params, body, updatePlan(body, 'replacement'));
 
   /** Deletes the first match, and returns it as `fields` projects it. */
-  async function deleteOne(params: StoragePath, body: { query: unknown; sort?: unknown; fields?: unknown }) {
+  async function deleteOne(
+    caller: Caller,
+    params: StoragePath,
+    body: { query: unknown; sort?: unknown; fields?: unknown },
+  ) {
     const filter = parseFilter(body.query);
     const sort = sortOf(body.sort, filter);
     const projection = withoutTextScore(parseProjection(body.fields, filter));
-    const { table, doc } = await inCollection(params.name, params.storage_name, async (c) => ({
+    const { table, doc } = await underRules(caller, params.name, params.storage_name, async (c, scope) => ({
       table: c.table,
-      doc: await deleteOneRow(sql, c, filter, sort, (d) => applyProjection(d, projection)),
+      doc: await deleteOneRow(sql, c, within(filter, scope, 'read', 'delete'), sort, (d) =>
+        applyProjection(d, projection),
+      ),
     }));
     statistics.noteWrites(table, doc ? 1 : 0);
     return doc ?? null;
   }
 
-  const deleteOneDocument: Handler<'deleteOneDocument'> = async ({ params, body }) => {
-    const doc = await deleteOne(params, body);
+  const deleteOneDocument: Handler<'deleteOneDocument'> = async ({ params, body, caller }) => {
+    const doc = await deleteOne(caller, params, body);
     return { status: 200, body: { result: { deletedCount: doc ? 1 : 0 } } };
   };
 
-  const findOneAndDelete: Handler<'findOneAndDelete'> = async ({ params, body }) => ({
+  const findOneAndDelete: Handler<'findOneAndDelete'> = async ({ params, body, caller }) => ({
     status: 200,
-    body: { result: { value: await deleteOne(params, body) } },
+    body: { result: { value: await deleteOne(caller, params, body) } },
   });
 
-  const countDocuments: Handler<'countDocuments'> = async ({ params, body }) => {
+  const countDocuments: Handler<'countDocuments'> = async ({ params, body, caller }) => {
     const filter = parseFilter(body.query);
-    const count = await inCollection(params.name, params.storage_name, (c) =>
-      countRows(sql, c, filter, true),
+    const count = await underRules(caller, params.name, params.storage_name, (c, scope) =>
+      countRows(sql, c, within(filter, scope, 'read'), true),
     );
     return { status: 200, body: { result: { count } } };
   };
 
-  const distinctValues: Handler<'distinctValues'> = async ({ params, body }) => {
+  const distinctValues: Handler<'distinctValues'> = async ({ params, body, caller }) => {
     const key = parsePath(body.key, 'distinct key');
     const filter = parseFilter(body.query ?? {});
-    const values = await inCollection(params.name, params.storage_name, (c) =>
-      distinctRows(sql, c, key, filter, true),
+    const values = await underRules(caller, params.name, params.storage_name, (c, scope) =>
+      distinctRows(sql, c, key, within(filter, scope, 'read'), true),
     );
     return { status: 200, body: { result: values } };
   };
 
-  const aggregateDocuments: Handler<'aggregateDocuments'> = async ({ params, body }) => {
+  const aggregateDocuments: Handler<'aggregateDocuments'> = async ({ params, body, caller }) => {
     const stages = parsePipeline(body.pipeline);
-    const result = await inCollection(params.name, params.storage_name, (c) =>
-      aggregateRows(sql, params.name, c, stages),
+    const result = await underRules(caller, params.name, params.storage_name, (c, scope) =>
+      aggregateRows(
+        sql,
+        params.name,
+        c,
+        stages,
+        // $lookup joins what the caller may read of the other collection, and nothing where it may not.
+        scope && {
+          rule: ruleOf(scope, 'read'),
+          foreignRule: (ref) => bindRule(ref.rules, 'read', scope.vars) ?? null,
+        },
+      ),
     );
     return { status: 200, body: { result } };
   };
 
-  const deleteDocuments: Handler<'deleteDocuments'> = async ({ params, body }) => {
+  const deleteDocuments: Handler<'deleteDocuments'> = async ({ params, body, caller }) => {
     const filter = parseFilter(body.query);
-    const { table, deletedCount } = await inCollection(params.name, params.storage_name, async (c) => ({
-      table: c.table,
-      deletedCount: await deleteRows(sql, c, filter),
-    }));
+    const { table, deletedCount } = await underRules(
+      caller,
+      params.name,
+      params.storage_name,
+      async (c, scope) => ({
+        table: c.table,
+        deletedCount: await deleteRows(sql, c, within(filter, scope, 'read', 'delete')),
+      }),
+    );
     statistics.noteWrites(table, deletedCount);
     return { status: 200, body: { result: { deletedCount } } };
   };

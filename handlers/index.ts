@@ -6,6 +6,7 @@ import { indexHandlers } from './indexes.js';
 import { oidcClientHandlers } from './oidc-clients.js';
 import { oidcSessionHandlers } from './oidc-sessions.js';
 import { oidcSettingsHandlers } from './oidc-settings.js';
+import { ruleHandlers } from './rules.js';
 import { tokenHandlers } from './tokens.js';
 import type { HandlerDeps, Handlers } from './types.js';
 import { workplaceHandlers } from './workplaces.js';
@@ -21,6 +22,7 @@ export function createHandlers(deps: HandlerDeps): Handlers {
     ...oidcSessionHandlers(deps),
     ...collectionHandlers(deps),
     ...indexHandlers(deps),
+    ...ruleHandlers(deps),
     ...documentHandlers(deps),
     ...connectorHandlers(deps),
   };

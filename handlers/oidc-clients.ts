@@ -59,7 +59,7 @@ function newClientId(): string {
   return randomBytes(16).toString('base64url');
 }
 
-export function oidcClientHandlers({ sql }: HandlerDeps) {
+export function oidcClientHandlers({ sql, grantsEnded }: HandlerDeps) {
   const readClients: Handler<'readClients'> = async ({ params, query }) => {
     if (query.client_id === undefined) {
       const rows = await listClients(sql, params.name);
@@ -103,6 +103,8 @@ export function oidcClientHandlers({ sql }: HandlerDeps) {
   const deleteClient: Handler<'deleteClient'> = async ({ params, query }) => {
     if (!(await deleteClientRow(sql, params.name, query.client_id)))
       throw errors.clientNotFound(query.client_id);
+    // Its tokens stop at once on the data routes (oidc/access-tokens.ts).
+    grantsEnded?.(params.name);
     return { status: 204 };
   };
 

@@ -60,7 +60,7 @@ function toItem(row: SessionOrGrantRow): Item {
   };
 }
 
-export function oidcSessionHandlers({ sql }: HandlerDeps) {
+export function oidcSessionHandlers({ sql, grantsEnded }: HandlerDeps) {
   const listUserSessions: Handler<'listUserSessions'> = async ({ params, query }) => {
     const after = query.cursor === undefined ? undefined : decodeSessionCursor(query.cursor);
     const workplaceId = await workplaceOfUser(sql, params.name, params.sub);
@@ -83,6 +83,7 @@ export function oidcSessionHandlers({ sql }: HandlerDeps) {
   const endUserSessions: Handler<'endUserSessions'> = async ({ params }) => {
     const workplaceId = await workplaceOfUser(sql, params.name, params.sub);
     await endAllUserSessions(sql, workplaceId, params.sub);
+    grantsEnded?.(params.name);
     return { status: 204 };
   };
 
@@ -90,6 +91,7 @@ export function oidcSessionHandlers({ sql }: HandlerDeps) {
     const workplaceId = await workplaceOfUser(sql, params.name, params.sub);
     if (!(await endSession(sql, workplaceId, params.sub, params.session_id)))
       throw errors.sessionNotFound(params.session_id);
+    grantsEnded?.(params.name);
     return { status: 204 };
   };
 
@@ -97,6 +99,7 @@ export function oidcSessionHandlers({ sql }: HandlerDeps) {
     const workplaceId = await workplaceOfUser(sql, params.name, params.sub);
     if (!(await revokeGrant(sql, workplaceId, params.sub, params.grant_id)))
       throw errors.grantNotFound(params.grant_id);
+    grantsEnded?.(params.name);
     return { status: 204 };
   };
 

@@ -67,4 +67,6 @@ export interface HandlerDeps {
   catalog: CatalogCache;
   /** Told when a workplace is gone, so that what a process keeps for it (its OpenID Provider) goes too. */
   workplaceDeleted?: (name: string) => void;
+  /** Told when a handler ended grants of a workplace (a session ended, a client deleted), at once. */
+  grantsEnded?: (name: string) => void;
 }

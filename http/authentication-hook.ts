@@ -10,13 +10,15 @@ declare module 'fastify' {
 }
 
 /**
- * The security hook of an operation: its first requirement decides. The two OIDC schemes share one
- * authenticator, which reads both headers, so the alternatives hold whichever comes first.
+ * The security hook of an operation. The two OIDC schemes share one authenticator, which reads
+ * both headers, so the alternatives hold whichever comes first; the data routes' alternatives
+ * (an X-Auth-Token, or an end user's access token) have one authenticator that takes either.
  */
 export function authenticatorFor(op: SpecOperation, authenticators: Record<string, Authenticator>) {
   const first = op.security[0];
   if (!first || Object.keys(first).length === 0) return undefined;
-  const scheme = Object.keys(first)[0] as string;
+  const schemes = op.security.map((s) => Object.keys(s)[0]);
+  const scheme = schemes.includes('EndUserToken') ? schemes.join('|') : (Object.keys(first)[0] as string);
   const authenticate = authenticators[scheme];
   if (!authenticate) throw new Error(`No authenticator for security scheme ${scheme} of ${op.operationId}`);
   return authenticate;

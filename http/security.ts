@@ -3,6 +3,7 @@ import type { Sql } from '../db/connection/sql.js';
 import { type Caller, findOidcToken, findScopedToken, touchScopedToken } from '../db/platform/tokens.js';
 import { WORKPLACE_NAME } from '../db/platform/workplaces.js';
 import { errors } from '../errors.js';
+import type { AccessTokenVerifier } from '../oidc/access-tokens.js';
 import { bytesEqual, generateSecret, hashSecret, secretsEqual, TOKEN_PREFIX } from '../secrets.js';
 import type { Access } from './spec.js';
 
@@ -16,6 +17,8 @@ export interface SecurityDeps {
   sql: Sql;
   /** SHA-256 of the admin token. */
   adminTokenHash: Buffer;
+  /** Verifies the access tokens the workplaces' own OpenID Providers issue (the EndUserToken scheme). */
+  accessTokens: AccessTokenVerifier;
 }
 
 const ADMIN: Caller = Object.freeze({ kind: 'admin' });
@@ -41,7 +44,11 @@ function header(request: FastifyRequest, name: string): string | undefined {
  * One authenticator per security scheme of openapi.yaml. They run in `onRequest`, before the body
  * is parsed or validated, so an unauthenticated caller learns nothing about the request's shape.
  */
-export function createAuthenticators({ sql, adminTokenHash }: SecurityDeps): Record<string, Authenticator> {
+export function createAuthenticators({
+  sql,
+  adminTokenHash,
+  accessTokens,
+}: SecurityDeps): Record<string, Authenticator> {
   const lastTouched = new Map<string, number>();
   /** last_used_at, written at most once a minute per token and process, never awaited by the request. */
   const noteUse = (request: FastifyRequest, tokenId: string) => {
@@ -122,8 +129,35 @@ export function createAuthenticators({ sql, adminTokenHash }: SecurityDeps): Rec
     return { kind: 'oidc', workplace };
   };
 
+  /** An end user's access token, verified against the path's workplace (oidc/access-tokens.ts). */
+  const endUserToken: Authenticator = async (request) => {
+    const value = header(request, 'authorization');
+    if (value === undefined)
+      throw errors.credentialsMissing('Send "Authorization: Bearer <access token>" or an X-Auth-Token.');
+    const token = BEARER.exec(value)?.[1];
+    if (token === undefined)
+      throw errors.invalidAccessToken('The Authorization header must be "Bearer <access token>".');
+    const workplace = (request.params as { name?: unknown }).name;
+    if (typeof workplace !== 'string' || !WORKPLACE_NAME.test(workplace))
+      throw errors.invalidAccessToken('The access token is not valid for this workplace.');
+    return { kind: 'user', ...(await accessTokens.verify(workplace, token)) };
+  };
+
+  /**
+   * The data routes' alternatives: an X-Auth-Token when one is sent (administrators and scoped
+   * tokens, as before), otherwise an end user's bearer token.
+   */
+  const xAuthTokenOrEndUser: Authenticator = (request) =>
+    header(request, 'x-auth-token') !== undefined ? xAuthToken(request) : endUserToken(request);
+
   // Both OIDC schemes name the same rule: either header may carry the token.
-  return { XAuthToken: xAuthToken, OidcToken: oidcToken, OidcTokenAuthorization: oidcToken };
+  return {
+    XAuthToken: xAuthToken,
+    OidcToken: oidcToken,
+    OidcTokenAuthorization: oidcToken,
+    EndUserToken: endUserToken,
+    'XAuthToken|EndUserToken': xAuthTokenOrEndUser,
+  };
 }
 
 /**
@@ -132,6 +166,11 @@ export function createAuthenticators({ sql, adminTokenHash }: SecurityDeps): Rec
  * token learns nothing about other tenants; a token in scope without the access gets 403.
  */
 export function authorize(caller: Caller, access: Access, workplace: string | undefined): void {
+  // An end user's token was verified against the path's workplace; the rules decide the rest.
+  if (caller.kind === 'user') {
+    if (access === 'admin') throw errors.forbidden('This operation needs the admin token.');
+    return;
+  }
   if (caller.kind !== 'scoped') return;
   if (workplace !== undefined && !caller.workplaces.has(workplace)) throw errors.workplaceNotFound(workplace);
   if (access === 'admin') throw errors.forbidden('This operation needs the admin token.');

@@ -32,3 +32,9 @@ export function userClaims(user: JsonObject, sub: string, names: Iterable<string
   }
   return claims;
 }
+
+/**
+ * The claim that ties a user's access token to the grant it was issued under (extraTokenClaims in
+ * provider.ts), so that the data routes stop the token when the grant ends (access-tokens.ts).
+ */
+export const GRANT_CLAIM = 'grant_id';

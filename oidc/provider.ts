@@ -26,7 +26,7 @@ import { RETRY_AFTER_SECONDS, toAppError } from '../errors.js';
 import { registerProviderCache } from '../metrics.js';
 import type { JsonObject } from '../mongo/value/json.js';
 import { secretMatchesHash } from '../secrets.js';
-import { LIST_CLAIMS, userClaims } from './claims.js';
+import { GRANT_CLAIM, LIST_CLAIMS, userClaims } from './claims.js';
 import { grantTypesOf } from './client-metadata.js';
 import { CONTACTS, extraClientMetadata, REGISTERED_SCOPE } from './extra-client-metadata.js';
 import { generateSigningKey } from './keys.js';
@@ -166,7 +166,7 @@ async function fromDatabase<T>(work: () => Promise<T>): Promise<T> {
   }
 }
 
-function adapterFor(sql: Sql, workplaceId: string) {
+function adapterFor(sql: Sql, workplaceId: string, grantEnded: () => void) {
   return class PostgresAdapter implements Adapter {
     constructor(readonly model: string) {}
 
@@ -202,12 +202,14 @@ function adapterFor(sql: Sql, workplaceId: string) {
       return fromDatabase(() => consumePayload(sql, workplaceId, this.model, id));
     }
 
-    destroy(id: string): Promise<void> {
-      return fromDatabase(() => destroyPayload(sql, workplaceId, this.model, id));
+    async destroy(id: string): Promise<void> {
+      await fromDatabase(() => destroyPayload(sql, workplaceId, this.model, id));
+      if (this.model === 'Grant') grantEnded();
     }
 
-    revokeByGrantId(grantId: string): Promise<void> {
-      return fromDatabase(() => revokeGrant(sql, workplaceId, grantId));
+    async revokeByGrantId(grantId: string): Promise<void> {
+      await fromDatabase(() => revokeGrant(sql, workplaceId, grantId));
+      grantEnded();
     }
   };
 }
@@ -287,6 +289,12 @@ export const MAX_CACHED_PROVIDERS = 1000;
  */
 export class ProviderRegistry {
   readonly #cache = new Map<string, Cached>();
+  /**
+   * Told when this process ends a grant of a workplace (a revocation, a sign-out), at once: every
+   * process also hears of it through migration 0025's announcement, but this one answers its next
+   * request before that arrives.
+   */
+  grantEnded: (workplace: string) => void = () => {};
 
   constructor(
     private readonly sql: Sql,
@@ -385,7 +393,7 @@ export class ProviderRegistry {
     const keys = await publishedKeys(this.sql, state.workplaceId, RETIRED_KEY_SECONDS);
     const sql = this.sql;
     const provider = new Provider(issuer, {
-      adapter: adapterFor(sql, state.workplaceId),
+      adapter: adapterFor(sql, state.workplaceId, () => this.grantEnded(workplace)),
       clients: [],
       jwks: { keys: keys.map((k) => k.private_jwk) as never },
       async findAccount(ctx, sub): Promise<Account | undefined> {
@@ -437,21 +445,25 @@ export class ProviderRegistry {
           },
         },
       },
-      // RFC 9068 section 2.2.3.1: the user's roles and groups, when the token has the `roles` scope.
+      // The grant a user's token was issued under, so that our own API stops the token when the
+      // grant ends (oidc/access-tokens.ts); and RFC 9068 section 2.2.3.1: the user's roles and
+      // groups, when the token has the `roles` scope.
       async extraTokenClaims(ctx, token) {
         const sub = 'accountId' in token ? token.accountId : undefined;
+        if (!sub) return undefined;
+        const grantId = 'grantId' in token && typeof token.grantId === 'string' ? token.grantId : undefined;
+        const grant = grantId ? { [GRANT_CLAIM]: grantId } : {};
         if (
-          !sub ||
           !String(token.scope ?? '')
             .split(' ')
             .includes('roles')
         )
-          return undefined;
+          return grant;
         const s = stateOf(ctx, latest);
         const user = await fromDatabase(() => findUserBySubject(sql, s.workplace, s.collection, sub));
-        if (!user || subjectOf(user) !== sub) return undefined;
+        if (!user || subjectOf(user) !== sub) return grant;
         const { sub: _, ...lists } = userClaims(user, sub, LIST_CLAIMS);
-        return lists;
+        return { ...lists, ...grant };
       },
       ttl: {
         AccessToken: (ctx) => stateOf(ctx, latest).tokenTimeout,

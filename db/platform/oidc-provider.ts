@@ -158,3 +158,58 @@ export function publishedKeyList(
       and (retired_at is null or retired_at > (select now() - make_interval(secs => ${keepSeconds})))
     order by id desc`;
 }
+
+/** What verifying a workplace's access tokens needs: its keys (public parts) and its users collection. */
+export interface TokenVerification {
+  workplaceId: string;
+  /** The OIDC settings' users collection, where `$$USER` is read. */
+  collection: string;
+  /** The published keys' public JWKs, newest first. */
+  keys: Record<string, unknown>[];
+}
+
+const PRIVATE_JWK_MEMBERS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth']);
+
+export async function findTokenVerification(
+  sql: Sql,
+  workplace: string,
+  keepSeconds: number,
+): Promise<TokenVerification | undefined> {
+  const rows = await sql<
+    { workplace_id: string; collection: string; private_jwk: Record<string, unknown> | null }[]
+  >`
+    select w.id::text as workplace_id, s.collection, k.private_jwk
+    from workplaces w join oidc_settings s on s.workplace_id = w.id
+      left join oidc_keys k on k.workplace_id = w.id
+        and (k.retired_at is null or k.retired_at > now() - make_interval(secs => ${keepSeconds}))
+    where w.name = ${workplace}
+    order by k.id desc`;
+  const first = rows[0];
+  if (!first) return undefined;
+  const keys = rows.flatMap((r) =>
+    r.private_jwk
+      ? [Object.fromEntries(Object.entries(r.private_jwk).filter(([k]) => !PRIVATE_JWK_MEMBERS.has(k)))]
+      : [],
+  );
+  return { workplaceId: first.workplace_id, collection: first.collection, keys };
+}
+
+/**
+ * Whether an access token's grant still holds: its client is registered, and (for a user's token)
+ * the grant it was issued under is live. A grant ends when it is revoked, when a sign-out ends it,
+ * or when it expires; oidc-provider deletes its row then (and db/platform/oidc-sessions.ts does
+ * for the administration routes).
+ */
+export async function grantIsLive(
+  sql: Sql,
+  workplaceId: string,
+  clientId: string,
+  grantId: string | undefined,
+): Promise<boolean> {
+  const [row] = await sql<{ live: boolean }[]>`
+    select exists (select 1 from oidc_clients where workplace_id = ${workplaceId} and client_id = ${clientId})
+      and (${grantId ?? null}::text is null or exists (
+        select 1 from oidc_payloads where workplace_id = ${workplaceId} and model = 'Grant'
+          and id = ${grantId ?? null}::text and (expires_at is null or expires_at > now()))) as live`;
+  return row?.live === true;
+}

@@ -40,7 +40,25 @@ export type Caller =
       workplaces: ReadonlySet<string>;
     }
   | { kind: 'oidc'; workplace: string }
+  | ({ kind: 'user' } & EndUser)
   | { kind: 'anonymous' };
+
+/**
+ * The end user behind an access token the workplace's own OpenID Provider issued (RFC 9068), once
+ * oidc/access-tokens.ts verified it: what the collections' rules read as `$$AUTH` and `$$USER`.
+ */
+export interface EndUser {
+  workplace: string;
+  /** `sub`: the user, or the client itself for a client_credentials token. */
+  sub: string;
+  clientId: string;
+  /** Every verified claim of the token. */
+  claims: Record<string, unknown>;
+  /** The workplace's users collection, where `$$USER` is read (its OIDC settings). */
+  usersCollection: string;
+  /** Issued to the client itself (client_credentials): there is no user then. */
+  isClient: boolean;
+}
 
 export interface ScopedTokenRow {
   id: string;

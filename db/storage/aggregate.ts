@@ -1,6 +1,9 @@
 import { QueryError } from '../../errors.js';
+import type { Filter } from '../../mongo/filter/parse.js';
+import { compileFilter } from '../../mongo/filter/sql.js';
 import type { Stage } from '../../mongo/pipeline/parse.js';
 import { compilePipeline, MAX_PIPELINE_RESULTS } from '../../mongo/pipeline/sql.js';
+import { restrict } from '../../mongo/rules.js';
 import { idFirst, type JsonObject } from '../../mongo/value/json.js';
 import { Params } from '../../mongo/value/params.js';
 import type { Sql } from '../connection/sql.js';
@@ -17,26 +20,54 @@ import { type FilterPlan, planFilter } from './plan.js';
 export function aggregateStatement(
   c: CollectionRef,
   stages: Stage[],
-  foreign: ReadonlyMap<string, string | undefined> = new Map(),
+  foreign: ReadonlyMap<string, Foreign | undefined> = new Map(),
+  rule?: Filter,
 ): Statement {
   const params = new Params();
+  const lookupSource = (name: string): string | undefined => {
+    const f = foreign.get(name);
+    if (!f || f.rule === null) return undefined;
+    if (!f.rule) return f.table;
+    return `(select id, doc from ${f.table} where ${compileFilter(f.rule, { params, indexed: () => undefined })})`;
+  };
   // The head of the pipeline reads the collection once (compilePipeline asks `plan` once, then
   // `limit`): the guard goes with the columns that read used.
   let head: FilterPlan | undefined;
   const text = compilePipeline(
-    stages,
+    rule ? withinRule(stages, rule) : stages,
     {
+      fenced: rule !== undefined,
       table: c.table,
       plan: (filter) => {
         head = planFilter(c, filter, params);
         return head;
       },
       limit: (count) => head?.limit(count, 'if-catalog-dependent') ?? '',
-      foreign: (name) => foreign.get(name),
+      foreign: lookupSource,
     },
     params,
   );
   return { text, values: params.values };
+}
+
+/** A collection a $lookup reads: its table, and the caller's read rule (null: it admits nothing). */
+export interface Foreign {
+  table: string;
+  rule?: Filter | null;
+}
+
+/**
+ * The pipeline an end user runs: the rule goes into the head's $match (which is then fenced off:
+ * PipelineSource.fenced), and the leading $match stages' expressions are guarded by it.
+ */
+function withinRule(stages: Stage[], rule: Filter): Stage[] {
+  const out = [...stages];
+  let i = 0;
+  for (; out[i]?.kind === 'match'; i++) {
+    const s = out[i] as Stage & { kind: 'match' };
+    out[i] = { kind: 'match', filter: restrict(s.filter, rule) };
+  }
+  return i === 0 ? [{ kind: 'match', filter: rule }, ...out] : out;
 }
 
 /** The collections a pipeline's $lookup stages name, $facet's included. */
@@ -58,13 +89,18 @@ export async function aggregateDocuments(
   workplace: string,
   c: CollectionRef,
   stages: Stage[],
+  access?: { rule: Filter; foreignRule(c: CollectionRef): Filter | null },
 ): Promise<JsonObject[]> {
-  const foreign = new Map<string, string | undefined>();
+  const foreign = new Map<string, Foreign | undefined>();
   for (const name of lookedUp(stages)) {
     const found = await findCollection(sql, workplace, name);
-    foreign.set(name, found.workplace ? found.found?.table : undefined);
+    const ref = found.workplace ? found.found : undefined;
+    foreign.set(
+      name,
+      ref ? { table: ref.table, ...(access ? { rule: access.foreignRule(ref) } : {}) } : undefined,
+    );
   }
-  const { text, values } = aggregateStatement(c, stages, foreign);
+  const { text, values } = aggregateStatement(c, stages, foreign, access?.rule);
   const rows = await sql.unsafe<{ doc: JsonObject }[]>(text, values);
   if (rows.length > MAX_PIPELINE_RESULTS)
     throw new QueryError(

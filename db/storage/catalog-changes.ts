@@ -8,7 +8,8 @@ export const CATALOG_CHANNEL = 'wpa_catalog';
 export type CatalogChange =
   | { kind: 'collection'; workplace: string; collection: string }
   | { kind: 'oidc'; workplace: string }
-  | { kind: 'workplace'; workplace: string };
+  | { kind: 'workplace'; workplace: string }
+  | { kind: 'grants'; workplace: string };
 
 /**
  * A payload as migration 0024 builds it, or undefined for any other: a process of a later version
@@ -26,7 +27,7 @@ export function readCatalogChange(payload: string): CatalogChange | undefined {
   if (typeof workplace !== 'string') return undefined;
   if (kind === 'collection')
     return typeof collection === 'string' ? { kind, workplace, collection } : undefined;
-  if (kind === 'oidc' || kind === 'workplace') return { kind, workplace };
+  if (kind === 'oidc' || kind === 'workplace' || kind === 'grants') return { kind, workplace };
   return undefined;
 }
 
@@ -58,17 +59,27 @@ export interface CatalogChangeListener {
  */
 export async function listenForCatalogChanges(
   sql: Sql,
-  subscribers: { catalog: CatalogCache; workplaceChanged?: (workplace: string) => void },
+  subscribers: {
+    catalog: CatalogCache;
+    workplaceChanged?: (workplace: string) => void;
+    /** A grant of the workplace ended, or one of its clients was deleted (migration 0025). */
+    grantsEnded?: (workplace: string) => void;
+    /** Notifications may have been lost (a reconnection): whatever they would have said is unknown. */
+    missed?: () => void;
+  },
   onError: (err: unknown) => void = () => {},
 ): Promise<CatalogChangeListener> {
-  const { catalog, workplaceChanged } = subscribers;
+  const { catalog, workplaceChanged, grantsEnded, missed: alsoMissed } = subscribers;
   // postgres.js's unlisten misses a listener added back after a reconnect: closing must silence it.
   let closed = false;
   const apply = (payload: string) => {
     if (closed) return;
     try {
       const change = readCatalogChange(payload);
-      if (!change) catalog.clear();
+      if (!change) {
+        catalog.clear();
+        alsoMissed?.();
+      } else if (change.kind === 'grants') grantsEnded?.(change.workplace);
       else if (change.kind === 'collection') catalog.forgetCollection(change.workplace, change.collection);
       else {
         if (change.kind === 'workplace') catalog.forget(change.workplace);
@@ -79,7 +90,9 @@ export async function listenForCatalogChanges(
     }
   };
   const missed = () => {
-    if (!closed) catalog.clear();
+    if (closed) return;
+    catalog.clear();
+    alsoMissed?.();
   };
   let unlisten: (() => Promise<void>) | undefined;
   try {

@@ -7,7 +7,8 @@ import {
   textWeights,
 } from '../../mongo/filter/text-search.js';
 import { type IndexKind, type IndexOptionsInput, parseIndexKind } from '../../mongo/index-options.js';
-import { getOwn, isPlainObject, type Json } from '../../mongo/value/json.js';
+import { parseRules, type Rules, type StoredRules } from '../../mongo/rules.js';
+import { getOwn, isPlainObject, type Json, type JsonObject } from '../../mongo/value/json.js';
 import { missingPredicate, multikeyPredicate, parsePath, rootNavs } from '../../mongo/value/path.js';
 import type { Sql, TransactionSql } from '../connection/sql.js';
 import { catalogId, workplaceSchema } from '../platform/workplaces.js';
@@ -39,6 +40,8 @@ export interface CollectionRef {
   texts: StatementTexts;
   /** The text index, if the collection has one (at most one, as in MongoDB). */
   text?: TextIndexRef;
+  /** The rules end users are held to (migration 0025); undefined when it never had any. */
+  rules?: Rules;
 }
 
 /** Distinct read and count statements one collection's ref keeps: query shapes, not values. */
@@ -99,9 +102,16 @@ export async function findCollection(
   name: string,
 ): Promise<Lookup<CollectionRef>> {
   const [row] = await sql<
-    { wid: string; cid: string | null; cname: string | null; version: string; indexes: IndexRow[] | null }[]
+    {
+      wid: string;
+      cid: string | null;
+      cname: string | null;
+      version: string;
+      indexes: IndexRow[] | null;
+      rules: JsonObject | null;
+    }[]
   >`
-    select w.id as wid, c.id as cid, c.name as cname, c.catalog_version::text as version,
+    select w.id as wid, c.id as cid, c.name as cname, c.catalog_version::text as version, c.rules,
       (select coalesce(jsonb_agg(jsonb_build_object('id', i.id::text, 'name', i.name, 'key', i.key,
                                                     'is_unique', i.is_unique, 'multikey', i.multikey,
                                                     'options', i.options)
@@ -130,8 +140,32 @@ export async function findCollection(
       partial,
       texts: new StatementTexts(MAX_TEXTS_PER_COLLECTION, preparedBudgetOf(sql)),
       ...textIndexRef(indexes),
+      ...(row.rules ? { rules: parseRules(row.rules) } : {}),
     },
   };
+}
+
+/**
+ * Replaces a collection's rules, bumping its catalog version in the same UPDATE: every process's
+ * cached entry is then stale (announced by migration 0024's trigger, and checked by the catalog
+ * guard), so a request runs wholly under the rules before or after. False when there is no such
+ * collection.
+ */
+export async function replaceRules(
+  sql: Sql,
+  workplace: string,
+  name: string,
+  rules: StoredRules,
+): Promise<Lookup<true>> {
+  const rows = await sql<{ found: boolean }[]>`
+    select (select true from collections c where c.workplace_id = w.id and c.name = ${name}) as found
+    from workplaces w where w.name = ${workplace}`;
+  if (rows.length === 0) return { workplace: false };
+  const updated = await sql`
+    update collections c set rules = ${JSON.stringify(rules)}::text::jsonb, catalog_version = catalog_version + 1
+    from workplaces w where w.id = c.workplace_id and w.name = ${workplace} and c.name = ${name}
+    returning 1`;
+  return { workplace: true, found: updated.length > 0 ? true : undefined };
 }
 
 export type CreateCollectionResult =

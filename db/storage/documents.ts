@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { QueryError } from '../../errors.js';
 import { keysetPredicate } from '../../mongo/cursor.js';
 import { type Filter, pinsOneId } from '../../mongo/filter/parse.js';
+import { compileFilterOn } from '../../mongo/filter/sql.js';
 import { RegexSession } from '../../mongo/regex/run.js';
 import { compileOrderKeys, orderByText, type SortKey } from '../../mongo/sort.js';
 import { keyArrayLiteral } from '../../mongo/value/bson-key.js';
@@ -131,6 +132,22 @@ export interface Statement {
 function shared(c: CollectionRef, text: string, values: (string | Buffer)[]): Statement {
   const s = c.texts.use(text);
   return { text: s.text, values, options: s.options };
+}
+
+/** A rule a written document must satisfy (an end user's `create` or `update` rule), and its name. */
+export interface WriteCheck {
+  kind: 'create' | 'update';
+  rule: Filter;
+}
+
+/**
+ * SQL that is true when `doc` (SQL of the new document) satisfies the check's rule, and otherwise
+ * fails the statement (mdb.rule_refused, migration 0025), which then writes nothing: the write and
+ * its check are one statement.
+ */
+function checked(check: WriteCheck | undefined, doc: string, params: Params): string {
+  if (!check) return 'true';
+  return `(case when ${compileFilterOn(check.rule, doc, params)} then true else mdb.rule_refused('${check.kind}') end)`;
 }
 
 /**
@@ -356,6 +373,7 @@ export async function insertDocuments(
   c: CollectionRef,
   docs: JsonObject[],
   verbatim?: VerbatimDocuments,
+  check?: WriteCheck,
 ): Promise<DocumentId[]> {
   const prepared = docs.map((d, i) => prepareDocument(d, i));
   const seen = new Set<string>();
@@ -365,7 +383,9 @@ export async function insertDocuments(
       throw new DuplicateKeyError(`Duplicate _id ${key} within the request; nothing was written.`);
     seen.add(key);
   }
-  const statement = verbatim ? insertVerbatim(c, docs, prepared, verbatim) : insertSerialized(c, prepared);
+  const statement = verbatim
+    ? insertVerbatim(c, docs, prepared, verbatim, check)
+    : insertSerialized(c, prepared, check);
   try {
     await retryingConflicts(() => sql.unsafe(statement.text, statement.values, statement.options));
   } catch (err) {
@@ -380,15 +400,18 @@ function idKeys(prepared: JsonObject[]): string {
   return keyArrayLiteral(prepared.map((d) => d._id as Json));
 }
 
-function insertSerialized(c: CollectionRef, prepared: JsonObject[]): Statement {
+function insertSerialized(c: CollectionRef, prepared: JsonObject[], check?: WriteCheck): Statement {
+  const params = new Params();
+  params.values.push(JSON.stringify(prepared), idKeys(prepared));
+  const where = check ? ` where ${checked(check, 'd', params)}` : '';
   return shared(
     c,
     trackingMultikey(
       c,
       `insert into ${c.table} (id, doc) select coalesce(k, mdb.key(d -> '_id')), d
-        from rows from (jsonb_array_elements($1::text::jsonb), unnest($2::bytea[])) as a (d, k)`,
+        from rows from (jsonb_array_elements($1::text::jsonb), unnest($2::bytea[])) as a (d, k)${where}`,
     ),
-    [JSON.stringify(prepared), idKeys(prepared)],
+    params.values,
   );
 }
 
@@ -404,6 +427,7 @@ function insertVerbatim(
   docs: JsonObject[],
   prepared: JsonObject[],
   verbatim: VerbatimDocuments,
+  check?: WriteCheck,
 ): Statement {
   const given: (Json | null)[] = [];
   let generated = false;
@@ -412,6 +436,14 @@ function insertVerbatim(
     given.push(sent ? null : ((prepared[i] as JsonObject)._id as Json));
     generated ||= !sent;
   }
+  const params = new Params();
+  params.values.push(
+    verbatim.text,
+    verbatim.member,
+    generated ? JSON.stringify(given) : '[]',
+    idKeys(prepared),
+  );
+  const where = check ? ` where ${checked(check, 'd', params)}` : '';
   return shared(
     c,
     trackingMultikey(
@@ -419,9 +451,9 @@ function insertVerbatim(
       `insert into ${c.table} (id, doc) select coalesce(k, mdb.key(d -> '_id')), d from (
         select case when e ? '_id' then e else jsonb_build_object('_id', g) || e end, k
         from rows from (jsonb_array_elements($1::text::jsonb -> $2::text), jsonb_array_elements($3::text::jsonb),
-                        unnest($4::bytea[])) as a (e, g, k)) as x (d, k)`,
+                        unnest($4::bytea[])) as a (e, g, k)) as x (d, k)${where}`,
     ),
-    [verbatim.text, verbatim.member, generated ? JSON.stringify(given) : '[]', idKeys(prepared)],
+    params.values,
   );
 }
 
@@ -475,6 +507,11 @@ export interface UpdatePlan {
    * positional projection the changed document no longer matches) writes nothing.
    */
   returning?: { which: 'before' | 'after'; project: (doc: JsonObject) => JsonObject };
+  /**
+   * An end user's rules, checked in the statement that writes: `update` on each changed document
+   * after its change (the filter already holds it before), `create` on an upsert's new document.
+   */
+  checks?: { update?: WriteCheck; create?: WriteCheck };
 }
 
 export interface UpdateOutcome {
@@ -642,9 +679,13 @@ async function updateFirst(
     if (!modified) return outcome;
     const params = new Params();
     const doc = params.json(after);
+    const check = plan.checks?.update ? ` and ${checked(plan.checks.update, doc, params)}` : '';
     const write = shared(
       c,
-      trackingMultikey(c, `update ${c.table} set doc = ${doc} where ${atVersion(params, before, row.v)}`),
+      trackingMultikey(
+        c,
+        `update ${c.table} set doc = ${doc} where ${atVersion(params, before, row.v)}${check}`,
+      ),
       params.values,
     );
     const [written] = await sql.unsafe<{ n: string }[]>(write.text, write.values, write.options);
@@ -703,10 +744,12 @@ async function updateIn(
     const doc = prepareDocument(await regexes.run(() => upsert.document()));
     const params = new Params();
     const key = params.key(doc._id as Json);
+    const value = params.jsonValue(doc);
+    const check = plan.checks?.create ? ` where ${checked(plan.checks.create, value, params)}` : '';
     const s = shared(
       c,
       // INSERT ... SELECT of one row, whose cast runs once: Citus refuses a sub-select (json()'s) in VALUES.
-      trackingMultikey(c, `insert into ${c.table} (id, doc) select ${key}, ${params.jsonValue(doc)}`),
+      trackingMultikey(c, `insert into ${c.table} (id, doc) select ${key}, ${value}${check}`),
       params.values,
     );
     await tx.unsafe(s.text, s.values, s.options);
@@ -734,6 +777,9 @@ async function updateIn(
   }
   for (let i = 0; i < changed.length; i += WRITE_BATCH) {
     const batch = changed.slice(i, i + WRITE_BATCH);
+    const params = new Params();
+    params.values.push(JSON.stringify(batch), idKeys(batch));
+    const check = plan.checks?.update ? ` and ${checked(plan.checks.update, 'u.d', params)}` : '';
     const s = shared(
       c,
       trackingMultikey(
@@ -741,9 +787,9 @@ async function updateIn(
         `update ${c.table} as t set doc = u.d
              from (select coalesce(k, mdb.key(x -> '_id')) as k, x as d
                    from rows from (jsonb_array_elements($1::text::jsonb), unnest($2::bytea[])) as a (x, k)) as u
-             where t.id = u.k`,
+             where t.id = u.k${check}`,
       ),
-      [JSON.stringify(batch), idKeys(batch)],
+      params.values,
     );
     await tx.unsafe(s.text, s.values, s.options);
   }

@@ -15,8 +15,12 @@ export type Filter =
   | { kind: 'and' | 'or' | 'nor'; children: Filter[] }
   | { kind: 'field'; path: FieldPath; cond: Cond }
   | { kind: 'jsonSchema'; schema: Schema }
-  /** `$expr`: an aggregation expression on the whole document, true where it is truthy. */
-  | { kind: 'expr'; expr: Expr }
+  /**
+   * `$expr`: an aggregation expression on the whole document, true where it is truthy. With
+   * `guard`, the expression is evaluated only on documents the guard admits (mongo/rules.ts,
+   * guardExpressions): an expression that can raise never runs on a document a rule hides.
+   */
+  | { kind: 'expr'; expr: Expr; guard?: Filter }
 
   /** `$text`: only at the top, or in a top-level `$and` (checkTextPlacement). */
   | { kind: 'text'; search: TextSearch };
@@ -81,9 +85,12 @@ interface ParseState {
   banSpecial?: boolean;
   /** Why `$expr` is refused here, where it is: it applies only to a whole document. */
   noExpr?: string;
+  variables?: ReadonlySet<string>;
 }
 
 export interface ParseOptions {
+  /** Variables `$expr` may name besides `$$ROOT` and `$$CURRENT` (a rule's `$$AUTH`: mongo/rules.ts). */
+  variables?: ReadonlySet<string>;
   /**
    * Where MongoDB bans its special query operators ($jsonSchema): the conditions of $pull,
    * arrayFilters and the $elemMatch projection.
@@ -205,7 +212,7 @@ function parseTopLevelOperator(op: string, value: Json, state: ParseState, depth
       return { kind: 'jsonSchema', schema: parseJsonSchema(value, state, depth + 1) };
     case '$expr':
       if (state.noExpr !== undefined) throw new QueryError(`$expr is not allowed ${state.noExpr}.`);
-      return { kind: 'expr', expr: parseExpression(value, '$expr') };
+      return { kind: 'expr', expr: parseExpression(value, '$expr', state.variables) };
     case '$text':
       return { kind: 'text', search: parseTextOperator(value) };
     default:

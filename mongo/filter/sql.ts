@@ -118,6 +118,17 @@ export function compileFilter(filter: Filter, ctx: FilterContext): string {
 }
 
 /**
+ * A filter over a jsonb value other than the row's document (`doc`: SQL of it), such as a new
+ * document a write is about to store: no index columns describe it.
+ */
+export function compileFilterOn(filter: Filter, doc: string, params: Params): string {
+  const vars = new Vars(params);
+  const sql = new SqlCompiler({ params, indexed: () => undefined }, vars, doc).filter(filter);
+  vars.bind();
+  return sql;
+}
+
+/**
  * A filter as one jsonpath predicate (lax mode) and its variables, for SQL that cannot take bound
  * parameters: a partial index's predicate column (db/storage/catalog.ts quotes both with format()).
  * Equality with objects and arrays has no jsonpath form; mongo/filter/index-predicate.ts refuses it.
@@ -158,9 +169,13 @@ class SqlCompiler {
         return this.cond(f.path, f.cond);
       case 'jsonSchema':
         return compileSchema(f.schema, this.doc, this.ctx.params, this.aliases);
-      case 'expr':
+      case 'expr': {
         // Only ever on the row's document: parseFilter refuses $expr inside $elemMatch.
-        return truthySql(compileExpression(f.expr, { params: this.ctx.params, current: this.doc }));
+        const truthy = truthySql(compileExpression(f.expr, { params: this.ctx.params, current: this.doc }));
+        // A CASE evaluates its condition first, and its result only where that holds: the one
+        // construct whose order of evaluation PostgreSQL promises.
+        return f.guard ? `(case when ${this.filter(f.guard)} then ${truthy} else false end)` : truthy;
+      }
       case 'text':
         if (!this.ctx.text) throw textIndexRequired();
         return compileTextMatch(f.search, this.ctx.text, this.ctx.params);

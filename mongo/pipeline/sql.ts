@@ -25,8 +25,17 @@ export interface PipelineSource {
   plan(filter: Filter): { where: string; columns: SortColumns };
   /** The head's ` limit …` of `count` rows (none when undefined), with the catalog guard it needs. Asked last. */
   limit(count: string | undefined): string;
-  /** The table of a collection of the same workplace, for $lookup; undefined when it does not exist. */
+  /**
+   * What $lookup reads of a collection of the same workplace (its table, or a sub-select of the
+   * documents the caller may see); undefined when it does not exist or admits the caller to nothing.
+   */
   foreign(name: string): string | undefined;
+  /**
+   * Whether the head's rows are fenced off from the later stages (a MATERIALIZED CTE): an end
+   * user's rule is in the head, and no expression of a later stage, which may raise, may run on a
+   * row the rule hides, as it could were the planner to push a later condition into the head.
+   */
+  fenced?: boolean;
 }
 
 const NOWHERE = () => undefined;
@@ -54,9 +63,9 @@ class Chain {
     private readonly src: PipelineSource,
   ) {}
 
-  add(sql: string): string {
+  add(sql: string, materialized = false): string {
     const name = `s${this.#n++}`;
-    this.ctes.push(`${name} as (${sql})`);
+    this.ctes.push(`${name} as ${materialized ? 'materialized ' : ''}(${sql})`);
     return name;
   }
 
@@ -83,6 +92,7 @@ class Chain {
     const n = sort ? `int8send(row_number() over (order by ${order}))` : 'id';
     return this.add(
       `select doc, ${n} as n from ${this.src.table} where ${where}${ordered ? ` order by ${order}` : ''}${this.window(window, true)}`,
+      this.src.fenced,
     );
   }
 

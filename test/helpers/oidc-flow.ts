@@ -201,7 +201,12 @@ export interface SignInPages {
  * Signs in on the login page (as ada@acme.example) and allows on the consent page; either page
  * may be skipped by the provider.
  */
-export async function signInPages(browser: Browser, authUrl: URL, password = PASSWORD): Promise<SignInPages> {
+export async function signInPages(
+  browser: Browser,
+  authUrl: URL,
+  password = PASSWORD,
+  user = 'ada@acme.example',
+): Promise<SignInPages> {
   const base = authUrl.origin;
   const login = await browser.follow(authUrl.href, base);
   if (login.left) return { callback: login.left };
@@ -209,7 +214,7 @@ export async function signInPages(browser: Browser, authUrl: URL, password = PAS
   const loginHeaders = (login.page as Response).headers;
   expect(loginHtml).toContain('Sign in');
   const afterLogin = await browser.request(formAction(loginHtml, login.url), {
-    form: { login: 'ada@acme.example', password },
+    form: { login: user, password },
   });
   if (afterLogin.status !== 303) throw new Error(`sign-in answered ${afterLogin.status}`);
   const consent = await browser.follow(
@@ -238,8 +243,13 @@ export async function signInPages(browser: Browser, authUrl: URL, password = PAS
 }
 
 /** Signs in on the login page and allows on the consent page; returns where the browser lands. */
-export async function signIn(browser: Browser, authUrl: URL, password = PASSWORD): Promise<URL> {
-  return (await signInPages(browser, authUrl, password)).callback;
+export async function signIn(
+  browser: Browser,
+  authUrl: URL,
+  password = PASSWORD,
+  login = 'ada@acme.example',
+): Promise<URL> {
+  return (await signInPages(browser, authUrl, password, login)).callback;
 }
 
 /**

@@ -16,6 +16,7 @@ import {
 import { errors, QueryError } from '../errors.js';
 import { cursorBinding, decodeCursor, encodeCursor } from '../mongo/cursor.js';
 import { type Filter, parseFilter, textSearchOf } from '../mongo/filter/parse.js';
+import type { HiddenFields } from '../mongo/hidden-fields.js';
 import { parsePipeline } from '../mongo/pipeline/parse.js';
 import {
   applyProjection,
@@ -27,7 +28,7 @@ import { RegexSession } from '../mongo/regex/run.js';
 import { bindRule, changedImmutable, type RuleKind, restrict, withPresets } from '../mongo/rules.js';
 import { orderKeyCount, parseSort } from '../mongo/sort.js';
 import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../mongo/update/update.js';
-import type { JsonObject } from '../mongo/value/json.js';
+import { isPlainObject, type Json, type JsonObject } from '../mongo/value/json.js';
 import { parsePath } from '../mongo/value/path.js';
 import { EncodedJson } from './encoded-json.js';
 import { type RuleScope, ruleOf, ruleScopeOf } from './rule-scope.js';
@@ -63,7 +64,7 @@ interface StoragePath {
  * requires of `doc`, refused with the words of MongoDB's drivers.
  */
 function updatePlan(
-  body: { query: unknown; doc: unknown; upsert?: boolean; arrayFilters?: unknown },
+  body: { query: unknown; doc: unknown; upsert?: boolean; arrayFilters?: unknown; sort?: unknown },
   expect?: 'operators' | 'replacement',
 ): (scope: RuleScope | undefined) => UpdatePlan {
   const query = body.query as JsonObject;
@@ -96,11 +97,26 @@ function updatePlan(
     // replacement and to an upsert's new document, which `create` must admit.
     const { rules, vars } = scope;
     const updateRule = ruleOf(scope, 'update');
+    const hidden = rules?.hidden;
+    if (hidden?.any) {
+      hidden.check(body.query, 'The query');
+      hidden.check(body.sort, 'The sort');
+      // Update operators read what they change ($min's, $set's modifiedCount, $rename); a
+      // replacement is data, and keeps the hidden fields (keepHidden).
+      if (!replacement) hidden.check(body.doc, 'The update');
+      if (body.arrayFilters !== undefined)
+        throw new QueryError(
+          'arrayFilters are not available to end users on a collection that hides fields.',
+        );
+    }
     return {
       ...plan,
       filter: restrict(filter, ruleOf(scope, 'read', 'update')),
       apply: (doc: JsonObject) => {
-        const after = replacement ? withPresets(apply(doc), rules, vars) : apply(doc);
+        // A replacement keeps the hidden fields the end user cannot see, and gets the presets.
+        const after = replacement
+          ? withPresets(keepHidden(doc, apply(doc), hidden), rules, vars)
+          : apply(doc);
         const changed = changedImmutable(rules, doc, after);
         if (changed !== undefined)
           throw errors.forbidden(`'${changed}' is immutable for end users; nothing was written.`);
@@ -120,6 +136,22 @@ function updatePlan(
       },
     };
   };
+}
+
+/**
+ * `after` with the hidden fields `before` holds, as a replacement by an end user keeps them: the
+ * user cannot see them, so cannot be asked to send them back.
+ */
+function keepHidden(before: JsonObject, after: JsonObject, hidden: HiddenFields | undefined): JsonObject {
+  if (!hidden?.any) return after;
+  const set: JsonObject = {};
+  for (const path of hidden.paths) {
+    let value: Json | undefined = before;
+    for (const s of path.segments) value = isPlainObject(value) ? value[s] : undefined;
+    if (value !== undefined) set[path.text] = value;
+  }
+  if (Object.keys(set).length === 0) return after;
+  return applyUpdate(after, parseUpdate({ $set: set }), { now: new Date(), isInsert: false });
 }
 
 async function orConflict<T>(work: Promise<T>): Promise<T> {
@@ -154,6 +186,17 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     return inCollection(workplace, name, async (c) => work(c, await ruleScopeOf(sql, caller, c)));
   }
 
+  /**
+   * The collection's hidden fields when the caller is an end user and it hides some, after checking
+   * that no part of the request (`[raw JSON, how to name it]`) names one.
+   */
+  function hiddenIn(scope: RuleScope | undefined, parts: [unknown, string][]): HiddenFields | undefined {
+    const hidden = scope?.rules?.hidden;
+    if (!hidden?.any) return undefined;
+    for (const [raw, where] of parts) hidden.check(raw, where);
+    return hidden;
+  }
+
   /** The filter a request may match: as sent, or within the end user's rules of `kinds`. */
   const within = (filter: Filter, scope: RuleScope | undefined, ...kinds: RuleKind[]): Filter =>
     scope ? restrict(filter, ruleOf(scope, ...kinds)) : filter;
@@ -181,21 +224,26 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
       ...(projection.textScores ? { textScore: true } : {}),
     };
     const next = (keys: Buffer[] | undefined) => (keys ? { next: encodeCursor(binding(), keys) } : {});
-    const inScope = (scope: RuleScope | undefined) => ({ ...options, filter: within(filter, scope, 'read') });
-    // Without a projection the documents go out as the database wrote them, never parsed.
-    if (projectsEverything(projection)) {
-      const page = await underRules(caller, params.name, params.storage_name, (c, scope) =>
-        readPageJson(sql, c, inScope(scope), true),
-      );
-      return { status: 200, body: EncodedJson.member('result', page.result, next(page.next)) };
-    }
-    const page = await underRules(caller, params.name, params.storage_name, (c, scope) =>
-      readPage(sql, c, inScope(scope), true),
-    );
+    const read = await underRules(caller, params.name, params.storage_name, async (c, scope) => {
+      const hidden = hiddenIn(scope, [
+        [body.query, 'The query'],
+        [body.sort, 'The sort'],
+        [body.fields, 'The projection (fields)'],
+      ]);
+      const o = { ...options, filter: within(filter, scope, 'read') };
+      // Without a projection the documents go out as the database wrote them, never parsed.
+      if (projectsEverything(projection) && !hidden)
+        return { kind: 'json' as const, json: await readPageJson(sql, c, o, true) };
+      return { kind: 'parsed' as const, page: await readPage(sql, c, o, true), hidden };
+    });
+    if (read.kind === 'json')
+      return { status: 200, body: EncodedJson.member('result', read.json.result, next(read.json.next)) };
+    const { page, hidden } = read;
     // The page's projections share the request's regex budget.
     const result = await new RegexSession().map(page.result, (d, i) => {
       const textScore = page.scores?.[i];
-      return applyProjection(d, projection, textScore === undefined ? {} : { textScore });
+      const projected = applyProjection(d, projection, textScore === undefined ? {} : { textScore });
+      return hidden ? hidden.strip(projected) : projected;
     });
     return { status: 200, body: { result, ...next(page.next) } };
   };
@@ -266,15 +314,19 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     const filter = parseFilter(body.query);
     const projection = withoutTextScore(parseProjection(body.fields, filter));
     const sort = sortOf(body.sort, filter);
-    const plan = (scope: RuleScope | undefined): UpdatePlan => ({
-      ...update(scope),
-      single: true,
-      sort,
-      returning: {
-        which: body.returnDocument ?? 'before',
-        project: (doc) => applyProjection(doc, projection),
-      },
-    });
+    const plan = (scope: RuleScope | undefined): UpdatePlan => {
+      const hidden = hiddenIn(scope, [[body.fields, 'The projection (fields)']]);
+      return {
+        ...update(scope),
+        single: true,
+        sort,
+        returning: {
+          which: body.returnDocument ?? 'before',
+          project: (doc) =>
+            hidden ? hidden.strip(applyProjection(doc, projection)) : applyProjection(doc, projection),
+        },
+      };
+    };
     const { document } = await runUpdate(caller, params, plan);
     return { status: 200 as const, body: { result: { value: document ?? null } } };
   }
@@ -294,12 +346,19 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     const filter = parseFilter(body.query);
     const sort = sortOf(body.sort, filter);
     const projection = withoutTextScore(parseProjection(body.fields, filter));
-    const { table, doc } = await underRules(caller, params.name, params.storage_name, async (c, scope) => ({
-      table: c.table,
-      doc: await deleteOneRow(sql, c, within(filter, scope, 'read', 'delete'), sort, (d) =>
-        applyProjection(d, projection),
-      ),
-    }));
+    const { table, doc } = await underRules(caller, params.name, params.storage_name, async (c, scope) => {
+      const hidden = hiddenIn(scope, [
+        [body.query, 'The query'],
+        [body.sort, 'The sort'],
+        [body.fields, 'The projection (fields)'],
+      ]);
+      const project = (d: JsonObject) =>
+        hidden ? hidden.strip(applyProjection(d, projection)) : applyProjection(d, projection);
+      return {
+        table: c.table,
+        doc: await deleteOneRow(sql, c, within(filter, scope, 'read', 'delete'), sort, project),
+      };
+    });
     statistics.noteWrites(table, doc ? 1 : 0);
     return doc ?? null;
   }
@@ -316,25 +375,28 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
 
   const countDocuments: Handler<'countDocuments'> = async ({ params, body, caller }) => {
     const filter = parseFilter(body.query);
-    const count = await underRules(caller, params.name, params.storage_name, (c, scope) =>
-      countRows(sql, c, within(filter, scope, 'read'), true),
-    );
+    const count = await underRules(caller, params.name, params.storage_name, (c, scope) => {
+      hiddenIn(scope, [[body.query, 'The query']]);
+      return countRows(sql, c, within(filter, scope, 'read'), true);
+    });
     return { status: 200, body: { result: { count } } };
   };
 
   const distinctValues: Handler<'distinctValues'> = async ({ params, body, caller }) => {
     const key = parsePath(body.key, 'distinct key');
     const filter = parseFilter(body.query ?? {});
-    const values = await underRules(caller, params.name, params.storage_name, (c, scope) =>
-      distinctRows(sql, c, key, within(filter, scope, 'read'), true),
-    );
+    const values = await underRules(caller, params.name, params.storage_name, (c, scope) => {
+      hiddenIn(scope, [[body.query, 'The query']])?.checkPath(body.key, 'The distinct key');
+      return distinctRows(sql, c, key, within(filter, scope, 'read'), true);
+    });
     return { status: 200, body: { result: values } };
   };
 
   const aggregateDocuments: Handler<'aggregateDocuments'> = async ({ params, body, caller }) => {
     const stages = parsePipeline(body.pipeline);
-    const result = await underRules(caller, params.name, params.storage_name, (c, scope) =>
-      aggregateRows(
+    const result = await underRules(caller, params.name, params.storage_name, (c, scope) => {
+      const hidden = hiddenIn(scope, [[body.pipeline, 'The pipeline']]);
+      return aggregateRows(
         sql,
         params.name,
         c,
@@ -342,10 +404,17 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
         // $lookup joins what the caller may read of the other collection, and nothing where it may not.
         scope && {
           rule: ruleOf(scope, 'read'),
-          foreignRule: (ref) => bindRule(ref.rules, 'read', scope.vars) ?? null,
+          hidden: hidden?.paths.map((p) => p.text) ?? [],
+          foreignRule: (ref) => {
+            if (ref.rules?.hidden.any)
+              throw new QueryError(
+                `$lookup into '${ref.name}', which hides fields, is not available to end users.`,
+              );
+            return bindRule(ref.rules, 'read', scope.vars) ?? null;
+          },
         },
-      ),
-    );
+      );
+    });
     return { status: 200, body: { result } };
   };
 
@@ -355,10 +424,13 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
       caller,
       params.name,
       params.storage_name,
-      async (c, scope) => ({
-        table: c.table,
-        deletedCount: await deleteRows(sql, c, within(filter, scope, 'read', 'delete')),
-      }),
+      async (c, scope) => {
+        hiddenIn(scope, [[body.query, 'The query']]);
+        return {
+          table: c.table,
+          deletedCount: await deleteRows(sql, c, within(filter, scope, 'read', 'delete')),
+        };
+      },
     );
     statistics.noteWrites(table, deletedCount);
     return { status: 200, body: { result: { deletedCount } } };

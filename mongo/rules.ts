@@ -2,6 +2,7 @@ import { QueryError } from '../errors.js';
 import type { Expr } from './expr/ast.js';
 import { evaluateExpression } from './expr/evaluate.js';
 import { type Filter, parseFilter } from './filter/parse.js';
+import { HiddenFields } from './hidden-fields.js';
 import { applyUpdate, parseUpdate } from './update/update.js';
 import { jsonEqual } from './value/compare.js';
 import { getOwn, isPlainObject, type Json, type JsonObject } from './value/json.js';
@@ -35,7 +36,7 @@ export type Preset = { constant: Json } | { variable: Expr & { kind: 'path' } };
 export interface Rules {
   stored: StoredRules;
   filters: Record<RuleKind, Filter | undefined>;
-  hidden: FieldPath[];
+  hidden: HiddenFields;
   immutable: FieldPath[];
   presets: [FieldPath, Preset][];
   /** Whether anything names `$$USER`, which costs a read of the user's document per request. */
@@ -110,7 +111,7 @@ export function parseRules(raw: unknown): Rules {
     }
     stored.fields.presets = rawPresets;
   }
-  return { stored, filters, hidden, immutable, presets, namesUser };
+  return { stored, filters, hidden: new HiddenFields(hidden), immutable, presets, namesUser };
 }
 
 function parsePreset(path: string, value: Json): Preset {

@@ -1,7 +1,7 @@
 import { QueryError } from '../../errors.js';
 import type { Filter } from '../../mongo/filter/parse.js';
 import { compileFilter } from '../../mongo/filter/sql.js';
-import type { Stage } from '../../mongo/pipeline/parse.js';
+import { parsePipeline, type Stage } from '../../mongo/pipeline/parse.js';
 import { compilePipeline, MAX_PIPELINE_RESULTS } from '../../mongo/pipeline/sql.js';
 import { restrict } from '../../mongo/rules.js';
 import { idFirst, type JsonObject } from '../../mongo/value/json.js';
@@ -21,7 +21,7 @@ export function aggregateStatement(
   c: CollectionRef,
   stages: Stage[],
   foreign: ReadonlyMap<string, Foreign | undefined> = new Map(),
-  rule?: Filter,
+  access?: { rule: Filter; hidden: string[] },
 ): Statement {
   const params = new Params();
   const lookupSource = (name: string): string | undefined => {
@@ -34,9 +34,9 @@ export function aggregateStatement(
   // `limit`): the guard goes with the columns that read used.
   let head: FilterPlan | undefined;
   const text = compilePipeline(
-    rule ? withinRule(stages, rule) : stages,
+    access ? withinRule(stages, access.rule, access.hidden) : stages,
     {
-      fenced: rule !== undefined,
+      fenced: access !== undefined,
       table: c.table,
       plan: (filter) => {
         head = planFilter(c, filter, params);
@@ -58,16 +58,19 @@ export interface Foreign {
 
 /**
  * The pipeline an end user runs: the rule goes into the head's $match (which is then fenced off:
- * PipelineSource.fenced), and the leading $match stages' expressions are guarded by it.
+ * PipelineSource.fenced), the leading $match stages' expressions are guarded by it, and the
+ * hidden fields are unset right after them, before any stage could show them.
  */
-function withinRule(stages: Stage[], rule: Filter): Stage[] {
+function withinRule(stages: Stage[], rule: Filter, hidden: string[]): Stage[] {
   const out = [...stages];
   let i = 0;
   for (; out[i]?.kind === 'match'; i++) {
     const s = out[i] as Stage & { kind: 'match' };
     out[i] = { kind: 'match', filter: restrict(s.filter, rule) };
   }
-  return i === 0 ? [{ kind: 'match', filter: rule }, ...out] : out;
+  const unset = hidden.length ? parsePipeline([{ $unset: hidden }]) : [];
+  if (i === 0) return [{ kind: 'match', filter: rule }, ...unset, ...out];
+  return [...out.slice(0, i), ...unset, ...out.slice(i)];
 }
 
 /** The collections a pipeline's $lookup stages name, $facet's included. */
@@ -89,7 +92,7 @@ export async function aggregateDocuments(
   workplace: string,
   c: CollectionRef,
   stages: Stage[],
-  access?: { rule: Filter; foreignRule(c: CollectionRef): Filter | null },
+  access?: { rule: Filter; hidden: string[]; foreignRule(c: CollectionRef): Filter | null },
 ): Promise<JsonObject[]> {
   const foreign = new Map<string, Foreign | undefined>();
   for (const name of lookedUp(stages)) {
@@ -100,7 +103,7 @@ export async function aggregateDocuments(
       ref ? { table: ref.table, ...(access ? { rule: access.foreignRule(ref) } : {}) } : undefined,
     );
   }
-  const { text, values } = aggregateStatement(c, stages, foreign, access?.rule);
+  const { text, values } = aggregateStatement(c, stages, foreign, access);
   const rows = await sql.unsafe<{ doc: JsonObject }[]>(text, values);
   if (rows.length > MAX_PIPELINE_RESULTS)
     throw new QueryError(

@@ -1598,12 +1598,13 @@ export interface components {
             create: components["schemas"]["RuleFilter"];
             update: components["schemas"]["RuleFilter"];
             delete: components["schemas"]["RuleFilter"];
-            fields: {
-                hidden: components["schemas"]["RulePaths"];
-                immutable: components["schemas"]["RulePaths"];
-                presets: {
-                    [key: string]: unknown;
-                };
+            fields: components["schemas"]["StoredRuleFields"];
+        };
+        StoredRuleFields: {
+            hidden: components["schemas"]["RulePaths"];
+            immutable: components["schemas"]["RulePaths"];
+            presets: {
+                [key: string]: unknown;
             };
         };
         CollectionRulesEnvelope: {

@@ -32,6 +32,9 @@ const ACCESS: Record<string, 'read' | 'write' | 'admin'> = {
   listIndexes: 'read',
   createIndex: 'write',
   deleteIndex: 'write',
+  // As index management: what the collection's end users may do.
+  getCollectionRules: 'read',
+  replaceCollectionRules: 'write',
   readDocuments: 'read',
   countDocuments: 'read',
   distinctValues: 'read',

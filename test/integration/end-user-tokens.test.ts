@@ -3,7 +3,14 @@ import { importJWK, SignJWT } from 'jose';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addUser, asEndUser, type EndUser, signInEndUser } from '../helpers/end-users.js';
-import { discover, type LiveServer, signOut, startLiveServer, type Tenant, tenantKit } from '../helpers/oidc-flow.js';
+import {
+  discover,
+  type LiveServer,
+  signOut,
+  startLiveServer,
+  type Tenant,
+  tenantKit,
+} from '../helpers/oidc-flow.js';
 
 /**
  * The access tokens the data routes accept (issue 45): the workplace's own RS256 at+jwt for its
@@ -23,8 +30,12 @@ beforeAll(async () => {
   [t, other] = [await kit.newTenant(), await kit.newTenant()];
   for (const tenant of [t, other]) {
     await addUser(kit, tenant, 'u1');
-    expect((await kit.api('POST', `/v1/workplaces/${tenant.workplace}/storages`, { name: 'notes' })).status).toBe(201);
-    const rules = await kit.api('PUT', `/v1/workplaces/${tenant.workplace}/storages/notes/rules`, { read: {} });
+    expect(
+      (await kit.api('POST', `/v1/workplaces/${tenant.workplace}/storages`, { name: 'notes' })).status,
+    ).toBe(201);
+    const rules = await kit.api('PUT', `/v1/workplaces/${tenant.workplace}/storages/notes/rules`, {
+      read: {},
+    });
     expect(rules.status).toBe(200);
   }
   u1 = await signInEndUser(t, 'u1@acme.example');
@@ -82,7 +93,8 @@ describe('what the data routes accept', () => {
     ['a refresh token', async () => u1.tokens.refresh_token as string],
     [
       'alg none',
-      async () => unsigned(JSON.parse(Buffer.from(u1.accessToken.split('.')[1] as string, 'base64url').toString())),
+      async () =>
+        unsigned(JSON.parse(Buffer.from(u1.accessToken.split('.')[1] as string, 'base64url').toString())),
     ],
     [
       'HS256 keyed with the public key',
@@ -119,14 +131,23 @@ describe('what the data routes accept', () => {
   it('an X-Auth-Token still decides when both are sent', async () => {
     const res = await fetch(`${server.base}/v1/workplaces/${t.workplace}/storages/notes/read`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-auth-token': 'wrong', authorization: `Bearer ${u1.accessToken}` },
+      headers: {
+        'content-type': 'application/json',
+        'x-auth-token': 'wrong',
+        authorization: `Bearer ${u1.accessToken}`,
+      },
       body: '{}',
     });
     expect(res.status).toBe(401);
   });
 
   it('an end user’s token opens no administration route', async () => {
-    const res = await asEndUser(server, u1.accessToken, 'GET', `/v1/workplaces/${t.workplace}/storages/notes/rules`);
+    const res = await asEndUser(
+      server,
+      u1.accessToken,
+      'GET',
+      `/v1/workplaces/${t.workplace}/storages/notes/rules`,
+    );
     expect(res.status).toBe(401);
   });
 });
@@ -142,7 +163,9 @@ describe('a grant that ends stops its tokens on the next request', () => {
     [
       'the grant revoked by an administrator',
       async (u: EndUser) => {
-        const grantId = JSON.parse(Buffer.from(u.accessToken.split('.')[1] as string, 'base64url').toString()).grant_id;
+        const grantId = JSON.parse(
+          Buffer.from(u.accessToken.split('.')[1] as string, 'base64url').toString(),
+        ).grant_id;
         const res = await kit.api('DELETE', `/v1/workplaces/${t.workplace}/oidc/users/u1/grants/${grantId}`);
         expect(res.status, res.text).toBe(204);
       },
@@ -150,13 +173,21 @@ describe('a grant that ends stops its tokens on the next request', () => {
     [
       'the user signed out (a grant without offline_access)',
       async (u: EndUser) => {
-        await signOut(u.config, u.browser, u.tokens.id_token as string, 'http://127.0.0.1:9/signed-out', server.base);
+        await signOut(
+          u.config,
+          u.browser,
+          u.tokens.id_token as string,
+          'http://127.0.0.1:9/signed-out',
+          server.base,
+        );
       },
     ],
     [
       'every session of the user ended by an administrator',
       async () => {
-        expect((await kit.api('DELETE', `/v1/workplaces/${t.workplace}/oidc/users/u1/sessions`)).status).toBe(204);
+        expect((await kit.api('DELETE', `/v1/workplaces/${t.workplace}/oidc/users/u1/sessions`)).status).toBe(
+          204,
+        );
       },
     ],
   ])('%s', async (_name, end) => {
@@ -216,7 +247,10 @@ describe('a grant that ends stops its tokens on the next request', () => {
 
 describe('client_credentials tokens act as the client', () => {
   it('their sub is the client_id, which a rule can tell apart', async () => {
-    const tenant = await kit.newTenant({}, { grant_types: ['authorization_code', 'refresh_token', 'client_credentials'] });
+    const tenant = await kit.newTenant(
+      {},
+      { grant_types: ['authorization_code', 'refresh_token', 'client_credentials'] },
+    );
     await addUser(kit, tenant, 'u1');
     await kit.api('POST', `/v1/workplaces/${tenant.workplace}/storages`, { name: 'notes' });
     await kit.api('PUT', `/v1/workplaces/${tenant.workplace}/storages/notes/rules`, {

@@ -159,7 +159,8 @@ describe('JWT access tokens for a resource server', () => {
     expect(decodeProtectedHeader(tokens.access_token).typ).toBe('at+jwt');
     const { payload } = await (await resourceServer(tenant, API))(tokens.access_token);
     expect(Object.keys(payload).sort()).toEqual(
-      ['aud', 'client_id', 'exp', 'iat', 'iss', 'jti', 'scope', 'sub'].sort(),
+      // grant_id: the grant it was issued under, which the data routes check is still live.
+      ['aud', 'client_id', 'exp', 'grant_id', 'iat', 'iss', 'jti', 'scope', 'sub'].sort(),
     );
     expect(payload).toMatchObject({ iss: tenant.issuer, aud: API, sub: 'u-ada', client_id: tenant.clientId });
     expect(payload.scope).toBe('email');

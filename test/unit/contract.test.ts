@@ -57,7 +57,7 @@ describe('openapi.yaml against SPEC.md and the handlers', () => {
       expect(present, `${method} ${path}`).toContain(`${method} ${path}`);
   });
 
-  it('adds nothing beyond SPEC.md but the health probes, access tokens, OIDC operator tools, distinct, aggregate and the single-document operations', () => {
+  it('adds nothing beyond SPEC.md but the health probes, access tokens, OIDC operator tools, distinct, aggregate, the single-document operations and the rules', () => {
     const specRoutes = new Set(SPEC_ROUTES.map(([m, p]) => `${m} ${p}`));
     const extra = ops.map((o) => `${o.method} ${o.path}`).filter((r) => !specRoutes.has(r));
     expect(extra.sort()).toEqual([
@@ -69,6 +69,7 @@ describe('openapi.yaml against SPEC.md and the handlers', () => {
       'GET /readyz',
       'GET /v1/tokens',
       'GET /v1/workplaces/{name}/oidc/users/{sub}/sessions',
+      'GET /v1/workplaces/{name}/storages/{storage_name}/rules',
       'POST /v1/tokens',
       'POST /v1/workplaces/{name}/oidc/keys',
       'POST /v1/workplaces/{name}/oidc/password',
@@ -80,6 +81,7 @@ describe('openapi.yaml against SPEC.md and the handlers', () => {
       'POST /v1/workplaces/{name}/storages/{storage_name}/find-one-and-update',
       'POST /v1/workplaces/{name}/storages/{storage_name}/replace-one',
       'POST /v1/workplaces/{name}/storages/{storage_name}/update-one',
+      'PUT /v1/workplaces/{name}/storages/{storage_name}/rules',
     ]);
   });
 
@@ -122,10 +124,14 @@ describe('openapi.yaml against SPEC.md and the handlers', () => {
     expect(new URL(url ?? '').href).toBe('http://127.0.0.1:3000/');
   });
 
-  it('protects /v1 with X-Auth-Token, /oidc with the OIDC token, and leaves only the probes public', () => {
+  it('protects /v1 with X-Auth-Token (the document routes also with an end user’s token), /oidc with the OIDC token, and leaves only the probes public', () => {
+    const documentRoutes =
+      /^\/v1\/workplaces\/\{name\}\/storages\/\{storage_name\}\/(read|create|update|count|distinct|aggregate|delete|update-one|replace-one|delete-one|find-one-and-update|find-one-and-replace|find-one-and-delete)$/;
     for (const op of ops) {
       const schemes = op.security.map((r) => Object.keys(r).join('+'));
-      if (op.path.startsWith('/v1/')) expect(schemes, op.operationId).toEqual(['XAuthToken']);
+      if (documentRoutes.test(op.path))
+        expect(schemes, op.operationId).toEqual(['XAuthToken', 'EndUserToken']);
+      else if (op.path.startsWith('/v1/')) expect(schemes, op.operationId).toEqual(['XAuthToken']);
       else if (op.path.startsWith('/oidc/'))
         expect(schemes, op.operationId).toEqual(['OidcToken', 'OidcTokenAuthorization']);
       else expect(schemes, op.operationId).toEqual([]);

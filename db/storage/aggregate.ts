@@ -28,7 +28,8 @@ export function aggregateStatement(
     const f = foreign.get(name);
     if (!f || f.rule === null) return undefined;
     if (!f.rule) return f.table;
-    return `(select id, doc from ${f.table} where ${compileFilter(f.rule, { params, indexed: () => undefined })})`;
+    // Aliased: PostgreSQL before 16 wants a name for every sub-select in FROM.
+    return `(select id, doc from ${f.table} where ${compileFilter(f.rule, { params, indexed: () => undefined })}) as ruled`;
   };
   // The head of the pipeline reads the collection once (compilePipeline asks `plan` once, then
   // `limit`): the guard goes with the columns that read used.

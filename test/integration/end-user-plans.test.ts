@@ -29,7 +29,9 @@ beforeAll(async () => {
   expect((await t.request({ method: 'PUT', url: `${base}/${name}/rules`, body: rules })).status).toBe(200);
   for (let batch = 0; batch < 3; batch++) {
     const docs = Array.from({ length: 1000 }, (_, i) => ({ owner: `user${i % 300}`, n: batch * 1000 + i }));
-    expect((await t.request({ method: 'POST', url: `${base}/${name}/create`, body: { docs } })).status).toBe(201);
+    expect((await t.request({ method: 'POST', url: `${base}/${name}/create`, body: { docs } })).status).toBe(
+      201,
+    );
   }
   const found = await findCollection(t.sql, workplace, name);
   c = (found.workplace ? found.found : undefined) as CollectionRef;
@@ -47,7 +49,11 @@ function nodes(plan: PlanNode): PlanNode[] {
 function ownerRead(sub: string, query: unknown = {}) {
   const rule = bindRule(c.rules, 'read', { AUTH: { sub }, USER: undefined, NOW: new Date().toISOString() });
   if (!rule) throw new Error('no read rule');
-  return readStatement(c, { filter: restrict(parseFilter(query), rule), sort: [], skip: 0, limit: 100 }, true);
+  return readStatement(
+    c,
+    { filter: restrict(parseFilter(query), rule), sort: [], skip: 0, limit: 100 },
+    true,
+  );
 }
 
 it('an owner rule is served by the owner index, under the generic plan too', async () => {
@@ -60,7 +66,10 @@ it('an owner rule is served by the owner index, under the generic plan too', asy
       const ownerIndex = c.indexes.find((ix) => ix.name === 'byOwner')?.id;
       const used = nodes(plan).map((n) => `${n['Node Type']} ${String(n['Index Name'] ?? '')}`);
       // The owner index's btrees are "x<id>_a" and "x<id>_d" (db/storage/catalog.ts).
-      expect(used.some((u) => u.includes(`x${ownerIndex}_`)), used.join('; ')).toBe(true);
+      expect(
+        used.some((u) => u.includes(`x${ownerIndex}_`)),
+        used.join('; '),
+      ).toBe(true);
       expect(used.some((u) => u.startsWith('Seq Scan'))).toBe(false);
       expect(perRowParameterWork(plan, unique)).toEqual([]);
     }

@@ -35,6 +35,11 @@ const CITUS_SUITE = [
   'test/integration/grammar-fuzz.test.ts',
   'test/integration/expressions.test.ts',
   'test/integration/storage-explain.test.ts',
+  // End users under rules: the rule in every statement, the write checks, $lookup's ruled
+  // sub-select, the fenced head of a pipeline, and the grants' announcements.
+  'test/integration/end-user-rules.test.ts',
+  'test/integration/end-user-oracles.test.ts',
+  'test/integration/end-user-tokens.test.ts',
 ];
 
 export default defineConfig({

@@ -27,9 +27,15 @@ create trigger oidc_clients_announce after delete on oidc_clients
   for each row execute function mdb.announce_grants_change();
 
 -- Fails the statement that writes a document an end user may not write: a write and its rule's
--- check are one statement (db/storage/documents.ts), so a refusal writes nothing. VOLATILE, so
--- that the planner never calls it to fold a constant. Its message names the rule, never a value.
-create function mdb.rule_refused(rule_kind text) returns boolean language plpgsql volatile as $$
+-- check are one statement (db/storage/documents.ts), so a refusal writes nothing. Its message
+-- names the rule, never a value.
+--
+-- Declared IMMUTABLE although it raises: Citus refuses VOLATILE and STABLE functions (with column
+-- arguments) in the WHERE of a modification of a distributed table. It is only ever called, in a
+-- CASE after the rule's test, on `doc`, a column of a function scan of the documents written, so
+-- no plan-time folding (which needs constant arguments) can call it.
+create function mdb.rule_refused(rule_kind text, doc jsonb) returns boolean
+language plpgsql immutable as $$
 begin
   raise exception 'The % rule refuses a document of this write', rule_kind using errcode = 'WP002';
 end $$;

@@ -141,13 +141,13 @@ export interface WriteCheck {
 }
 
 /**
- * SQL that is true when `doc` (SQL of the new document) satisfies the check's rule, and otherwise
- * fails the statement (mdb.rule_refused, migration 0025), which then writes nothing: the write and
- * its check are one statement.
+ * SQL that is true when `doc` (SQL of the new document: a column of a function scan of the
+ * documents written, never a parameter, which a plan could fold into a constant) satisfies the
+ * check's rule, and otherwise fails the statement (mdb.rule_refused, migration 0025), which then
+ * writes nothing: the write and its check are one statement.
  */
-function checked(check: WriteCheck | undefined, doc: string, params: Params): string {
-  if (!check) return 'true';
-  return `(case when ${compileFilterOn(check.rule, doc, params)} then true else mdb.rule_refused('${check.kind}') end)`;
+function checked(check: WriteCheck, doc: string, params: Params): string {
+  return `(case when ${compileFilterOn(check.rule, doc, params)} then true else mdb.rule_refused('${check.kind}', ${doc}) end)`;
 }
 
 /**
@@ -678,16 +678,13 @@ async function updateFirst(
     }
     if (!modified) return outcome;
     const params = new Params();
-    const doc = params.json(after);
-    const check = plan.checks?.update ? ` and ${checked(plan.checks.update, doc, params)}` : '';
-    const write = shared(
-      c,
-      trackingMultikey(
-        c,
-        `update ${c.table} set doc = ${doc} where ${atVersion(params, before, row.v)}${check}`,
-      ),
-      params.values,
-    );
+    const check = plan.checks?.update;
+    // With an end user's rule, the new document comes from a function scan, which the check reads.
+    const dml = check
+      ? `update ${c.table} set doc = x.d from jsonb_array_elements(${params.jsonValue([after])}) as x (d)
+           where ${atVersion(params, before, row.v)} and ${checked(check, 'x.d', params)}`
+      : `update ${c.table} set doc = ${params.json(after)} where ${atVersion(params, before, row.v)}`;
+    const write = shared(c, trackingMultikey(c, dml), params.values);
     const [written] = await sql.unsafe<{ n: string }[]>(write.text, write.values, write.options);
     if (Number(written?.n ?? 0) === 1) return outcome;
   }
@@ -744,14 +741,14 @@ async function updateIn(
     const doc = prepareDocument(await regexes.run(() => upsert.document()));
     const params = new Params();
     const key = params.key(doc._id as Json);
-    const value = params.jsonValue(doc);
-    const check = plan.checks?.create ? ` where ${checked(plan.checks.create, value, params)}` : '';
-    const s = shared(
-      c,
-      // INSERT ... SELECT of one row, whose cast runs once: Citus refuses a sub-select (json()'s) in VALUES.
-      trackingMultikey(c, `insert into ${c.table} (id, doc) select ${key}, ${value}${check}`),
-      params.values,
-    );
+    const check = plan.checks?.create;
+    // INSERT ... SELECT of one row, whose cast runs once: Citus refuses a sub-select (json()'s) in
+    // VALUES. With an end user's rule, the document comes from a function scan the check reads.
+    const dml = check
+      ? `insert into ${c.table} (id, doc) select ${key}, x.d from jsonb_array_elements(${params.jsonValue([doc])}) as x (d)
+           where ${checked(check, 'x.d', params)}`
+      : `insert into ${c.table} (id, doc) select ${key}, ${params.jsonValue(doc)}`;
+    const s = shared(c, trackingMultikey(c, dml), params.values);
     await tx.unsafe(s.text, s.values, s.options);
     return {
       matchedCount: 0,

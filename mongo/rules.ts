@@ -157,9 +157,7 @@ export function presetValue(preset: Preset, vars: RuleVariables): Json | undefin
 export function bindRule(rules: Rules | undefined, kind: RuleKind, vars: RuleVariables): Filter | undefined {
   const rule = rules?.filters[kind];
   if (!rule) return undefined;
-  const bound = bindFilter(rule, variableMap(vars));
-  const implied = impliedEqualities(bound);
-  return implied.length === 0 ? bound : { kind: 'and', children: [...implied, bound] };
+  return withImpliedEqualities(bindFilter(rule, variableMap(vars)));
 }
 
 const FALSE: Filter = { kind: 'expr', expr: { kind: 'literal', value: false } };
@@ -221,22 +219,27 @@ function bindExpr(e: Expr, vars: Map<string, Json>): Expr | undefined {
 }
 
 /**
- * Field equalities a bound rule implies, to be ANDed in front of it so that an index on the field
- * serves it: `{$expr: {$eq: ["$owner", <scalar>]}}` holds only where `owner` is that very value,
- * where `{owner: <scalar>}` holds too (which also admits arrays holding it: the `$expr` stays, and
- * keeps the rule exact). Only the rule's top-level conjuncts; null and compound values are left
- * alone (`$expr` tells null from missing, and compares compound values whole).
+ * The bound rule with the field equalities it implies ANDed in front, so that an index on the
+ * field serves it: `{$expr: {$eq: ["$owner", <scalar>]}}` holds only where `owner` is that very
+ * value, where `{owner: <scalar>}` holds too (which also admits arrays holding it: the `$expr`
+ * stays, marked `alsoField`, and keeps the rule exact; the compiler leaves it out where the index
+ * shows that no document holds an array there). Only the rule's top-level conjuncts; null and
+ * compound values are left alone (`$expr` tells null from missing, and compares compound values
+ * whole).
  */
-function impliedEqualities(f: Filter): Filter[] {
+function withImpliedEqualities(f: Filter): Filter {
   const conjuncts = f.kind === 'and' ? f.children : [f];
-  const out: Filter[] = [];
-  for (const c of conjuncts) {
-    if (c.kind !== 'expr' || c.expr.kind !== 'op' || c.expr.op !== '$eq') continue;
+  const implied: Filter[] = [];
+  const marked = conjuncts.map((c): Filter => {
+    if (c.kind !== 'expr' || c.expr.kind !== 'op' || c.expr.op !== '$eq') return c;
     const [a, b] = c.expr.args;
     const pair = fieldAndScalar(a, b) ?? fieldAndScalar(b, a);
-    if (pair) out.push({ kind: 'field', path: pair.path, cond: { op: 'eq', value: pair.value } });
-  }
-  return out;
+    if (!pair) return c;
+    implied.push({ kind: 'field', path: pair.path, cond: { op: 'eq', value: pair.value } });
+    // The compiler leaves the expression out where the index makes the equality exact.
+    return { ...c, alsoField: pair };
+  });
+  return implied.length === 0 ? f : { kind: 'and', children: [...implied, ...marked] };
 }
 
 function fieldAndScalar(

@@ -20,7 +20,19 @@ export type Filter =
    * `guard`, the expression is evaluated only on documents the guard admits (mongo/rules.ts,
    * guardExpressions): an expression that can raise never runs on a document a rule hides.
    */
-  | { kind: 'expr'; expr: Expr; guard?: Filter }
+  | {
+      kind: 'expr';
+      expr: Expr;
+      guard?: Filter;
+      /**
+       * Set where the expression is `$eq` of a document field and this scalar, and the filter
+       * also ANDs `{path: value}` (mongo/rules.ts, impliedEqualities): the expression then differs
+       * from that condition only on documents holding an array at the path, so where an index
+       * answers the condition exactly and no document holds one (the index is not multikey), it
+       * adds nothing and is left out of the SQL.
+       */
+      alsoField?: { path: FieldPath; value: Json };
+    }
 
   /** `$text`: only at the top, or in a top-level `$and` (checkTextPlacement). */
   | { kind: 'text'; search: TextSearch };

@@ -1,4 +1,5 @@
 import { QueryError } from '../../errors.js';
+import type { Expr } from '../expr/ast.js';
 import { compileExpression, truthySql } from '../expr/sql.js';
 import type { Json } from '../value/json.js';
 import { Params } from '../value/params.js';
@@ -171,7 +172,15 @@ class SqlCompiler {
         return compileSchema(f.schema, this.doc, this.ctx.params, this.aliases);
       case 'expr': {
         // Only ever on the row's document: parseFilter refuses $expr inside $elemMatch.
-        const truthy = truthySql(compileExpression(f.expr, { params: this.ctx.params, current: this.doc }));
+        if (f.alsoField && !f.guard && this.doc === 'doc') {
+          const idx = this.ctx.indexed(f.alsoField.path.text);
+          if (idx && !idx.multikey && keyIsExact(idx, f.alsoField.value)) return 'true';
+        }
+        const ctx = { params: this.ctx.params, current: this.doc };
+        const equality = scalarEquality(f.expr);
+        const truthy = equality
+          ? `coalesce(${compileExpression(equality.of, ctx)} = ${this.ctx.params.json(equality.value)}, false)`
+          : truthySql(compileExpression(f.expr, ctx));
         // A CASE evaluates its condition first, and its result only where that holds: the one
         // construct whose order of evaluation PostgreSQL promises.
         return f.guard ? `(case when ${this.filter(f.guard)} then ${truthy} else false end)` : truthy;
@@ -320,6 +329,25 @@ class SqlCompiler {
     // (counts can then be answered from the index).
     return keyConditionIsExact(idx, cond) ? sup : `(${sup} and ${exact()})`;
   }
+}
+
+/**
+ * `{$eq: [x, <string, number or boolean>]}` (either order): true exactly where x is that value,
+ * which jsonb's own `=` decides as MongoDB's $eq does for such a value (numbers by value, `1` =
+ * `1.0`; a missing x, null, an array or a document is never equal). Compiled so, a rule's
+ * `$$AUTH.sub` equality costs no call of the general comparison (mdb.expr_cmp) per row.
+ */
+function scalarEquality(e: Expr): { of: Expr; value: Json } | undefined {
+  if (e.kind !== 'op' || e.op !== '$eq') return undefined;
+  const [a, b] = e.args;
+  const scalar = (x: Expr | undefined) =>
+    x?.kind === 'literal' &&
+    (typeof x.value === 'string' ||
+      typeof x.value === 'boolean' ||
+      (typeof x.value === 'number' && Number.isFinite(x.value)));
+  if (scalar(b) && a) return { of: a, value: (b as Expr & { kind: 'literal' }).value };
+  if (scalar(a) && b) return { of: b, value: (a as Expr & { kind: 'literal' }).value };
+  return undefined;
 }
 
 /** Type-bracket bounds of the keys mdb.key() produces (see migration 0002). */

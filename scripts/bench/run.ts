@@ -37,6 +37,7 @@ import { runGroupAggregate } from './scenarios/aggregate.js';
 import { runBulkCreate } from './scenarios/bulk-create.js';
 import { runCursorWalk } from './scenarios/cursor-walk.js';
 import { DELETE_MANY, runDeleteMany, seedDeletes } from './scenarios/deletes.js';
+import { OWNER_RULE, runOwnerRuleRead } from './scenarios/end-users.js';
 import { runOidcTokenEndpoint } from './scenarios/oidc.js';
 import { runReads } from './scenarios/reads.js';
 import { runSustainedReads } from './scenarios/soak.js';
@@ -96,6 +97,7 @@ async function main() {
     if (only(CREATE_ONE)) await runCreateOne(bench);
     if (only(DELETE_MANY)) await runDeleteMany(bench);
     if (only('OIDC token endpoint')) await runOidcTokenEndpoint(bench);
+    if (only(OWNER_RULE)) await runOwnerRuleRead(bench);
     if (options.soak > 0 && only('sustained reads')) await runSustainedReads(bench);
     if (options.workers > 1) await runOneProcessReads(bench);
     report(bench);

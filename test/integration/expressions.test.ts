@@ -99,6 +99,36 @@ describe('each case from the manual, three ways', () => {
   });
 });
 
+describe('$expr equality with a constant string, number or boolean (compiled as jsonb =)', () => {
+  // MongoDB's $eq compares whole values: an array holding the value, a document, null and a
+  // missing field are not equal to it; numbers are equal by value whatever their spelling.
+  const DOCS = [
+    { _id: 1, a: 'x' },
+    { _id: 2, a: ['x'] },
+    { _id: 3, a: { x: 1 } },
+    { _id: 4, a: null },
+    { _id: 5 },
+    { _id: 6, a: 1 },
+    { _id: 7, a: 1.0 },
+    { _id: 8, a: '1' },
+    { _id: 9, a: true },
+    { _id: 10, a: 'X' },
+  ];
+  it.each([
+    [{ $eq: ['$a', 'x'] }, [1]],
+    [{ $eq: ['x', '$a'] }, [1]],
+    [{ $eq: ['$a', 1] }, [6, 7]],
+    [{ $eq: [1.0, '$a'] }, [6, 7]],
+    [{ $eq: ['$a', true] }, [9]],
+    [{ $eq: ['$a', false] }, []],
+    [{ $eq: [{ $add: [1, 1] }, 2] }, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]],
+  ])('%j matches %j', async (expr, ids) => {
+    const col = await freshCollection(t);
+    await col.insert(DOCS);
+    expect(await col.ids({ query: { $expr: expr } })).toEqual(ids);
+  });
+});
+
 // The manual's $expr page: monthly budgets, where spent exceeds the budget.
 const BUDGETS = [
   { _id: 1, category: 'food', budget: 400, spent: 450 },

@@ -4,18 +4,32 @@ import { Browser, formAction } from '../../browser.js';
 import { type Bench, call } from '../context.js';
 import { compare, load } from '../measure.js';
 
-/**
- * Makes the workplace an OpenID Provider with one user and one client, signs the user in with the
- * code flow (PKCE) as a browser would, and returns a refresh_token grant request to replay.
- */
-async function signInOnce(
-  bench: Bench,
-): Promise<{ url: string; body: string; headers: Record<string, string> }> {
+interface Provider {
+  issuer: string;
+  client: { client_id: string; client_secret: string };
+  basic: string;
+  login: string;
+  password: string;
+}
+
+const REDIRECT = 'http://127.0.0.1:9/callback';
+const providers = new WeakMap<Bench, Promise<Provider>>();
+
+/** Makes the workplace an OpenID Provider with one user and one client, once per run. */
+function provider(bench: Bench): Promise<Provider> {
+  let made = providers.get(bench);
+  if (!made) {
+    made = makeProvider(bench);
+    providers.set(bench, made);
+  }
+  return made;
+}
+
+async function makeProvider(bench: Bench): Promise<Provider> {
   const workplace = bench.workplace;
   const api = bench.api.url;
   const login = 'ada@example.com';
   const password = randomBytes(12).toString('base64url');
-  const redirect = 'http://127.0.0.1:9/callback';
   await call(bench, 'POST', `/v1/workplaces/${workplace}/storages`, { name: 'users' });
   await call(bench, 'POST', `/v1/workplaces/${workplace}/storages/users/create`, {
     docs: [{ _id: 'u-ada', email: login, email_verified: true, name: 'Ada Lovelace' }],
@@ -29,7 +43,7 @@ async function signInOnce(
     headers: { 'content-type': 'application/json', authorizarion: `Bearer ${settings.result.token}` },
     body: JSON.stringify({
       client_name: 'bench',
-      redirect_uris: [redirect],
+      redirect_uris: [REDIRECT],
       scope: ['email', 'offline_access'],
     }),
   });
@@ -38,19 +52,31 @@ async function signInOnce(
   const basic = `Basic ${Buffer.from(
     `${encodeURIComponent(client.client_id)}:${encodeURIComponent(client.client_secret)}`,
   ).toString('base64')}`;
+  return { issuer: `${api}/oidc/${workplace}`, client, basic, login, password };
+}
 
-  const issuer = `${api}/oidc/${workplace}`;
+/**
+ * Signs the workplace's user in with the code flow (PKCE) as a browser would, and exchanges the
+ * code; `resource` names the API the access token is for (the workplace's issuer: its data routes).
+ */
+export async function signIn(
+  bench: Bench,
+  resource?: string,
+): Promise<{ tokens: { access_token: string; refresh_token?: string }; tokenUrl: string; basic: string }> {
+  const api = bench.api.url;
+  const { issuer, client, basic, login, password } = await provider(bench);
   const verifier = randomBytes(32).toString('base64url');
   const auth = new URL(`${issuer}/auth`);
   for (const [k, v] of Object.entries({
     client_id: client.client_id,
     response_type: 'code',
     scope: 'openid email offline_access',
-    redirect_uri: redirect,
+    redirect_uri: REDIRECT,
     state: randomBytes(8).toString('hex'),
     prompt: 'consent',
     code_challenge: createHash('sha256').update(verifier).digest('base64url'),
     code_challenge_method: 'S256',
+    ...(resource ? { resource } : {}),
   }))
     auth.searchParams.set(k, v);
   const browser = new Browser();
@@ -78,22 +104,35 @@ async function signInOnce(
 
   const tokenUrl = `${issuer}/token`;
   const headers = { 'content-type': 'application/x-www-form-urlencoded', authorization: basic };
-  const tokens = await fetch(tokenUrl, {
+  const res = await fetch(tokenUrl, {
     method: 'POST',
     headers,
     body: new URLSearchParams({
       grant_type: 'authorization_code',
       code,
-      redirect_uri: redirect,
+      redirect_uri: REDIRECT,
       code_verifier: verifier,
+      ...(resource ? { resource } : {}),
     }).toString(),
   });
-  const grant = (await tokens.json()) as { refresh_token?: string };
-  if (!grant.refresh_token) throw new Error(`no refresh token: ${JSON.stringify(grant)}`);
+  const tokens = (await res.json()) as { access_token: string; refresh_token?: string };
+  if (!tokens.access_token) throw new Error(`no access token: ${JSON.stringify(tokens)}`);
+  return { tokens, tokenUrl, basic };
+}
+
+/** A refresh_token grant request of a user who signed in once, to replay. */
+async function signInOnce(
+  bench: Bench,
+): Promise<{ url: string; body: string; headers: Record<string, string> }> {
+  const { tokens, tokenUrl, basic } = await signIn(bench);
+  if (!tokens.refresh_token) throw new Error(`no refresh token: ${JSON.stringify(tokens)}`);
   return {
     url: tokenUrl,
-    body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: grant.refresh_token }).toString(),
-    headers,
+    body: new URLSearchParams({
+      grant_type: 'refresh_token',
+      refresh_token: tokens.refresh_token,
+    }).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic },
   };
 }
 

@@ -1,6 +1,12 @@
 import type { FastifyRequest } from 'fastify';
 import type { Sql } from '../db/connection/sql.js';
-import { type Caller, findOidcToken, findScopedToken, touchScopedToken } from '../db/platform/tokens.js';
+import {
+  type Caller,
+  type EndUser,
+  findOidcToken,
+  findScopedToken,
+  touchScopedToken,
+} from '../db/platform/tokens.js';
 import { WORKPLACE_NAME } from '../db/platform/workplaces.js';
 import { errors } from '../errors.js';
 import type { AccessTokenVerifier } from '../oidc/access-tokens.js';
@@ -27,6 +33,8 @@ const ADMIN: Caller = Object.freeze({ kind: 'admin' });
 export const LAST_USED_INTERVAL_SECONDS = 60;
 
 const BEARER = /^Bearer +([\x21-\x7E]+) *$/i;
+
+const asCaller = (user: EndUser): Caller => ({ kind: 'user', ...user });
 
 /** The headers that may carry the workplace OIDC token: the interface's spelling, and the correct one. */
 const OIDC_HEADERS = ['authorizarion', 'authorization'] as const;
@@ -130,7 +138,7 @@ export function createAuthenticators({
   };
 
   /** An end user's access token, verified against the path's workplace (oidc/access-tokens.ts). */
-  const endUserToken: Authenticator = async (request) => {
+  const endUserToken: Authenticator = (request) => {
     const value = header(request, 'authorization');
     if (value === undefined)
       throw errors.credentialsMissing('Send "Authorization: Bearer <access token>" or an X-Auth-Token.');
@@ -140,7 +148,8 @@ export function createAuthenticators({
     const workplace = (request.params as { name?: unknown }).name;
     if (typeof workplace !== 'string' || !WORKPLACE_NAME.test(workplace))
       throw errors.invalidAccessToken('The access token is not valid for this workplace.');
-    return { kind: 'user', ...(await accessTokens.verify(workplace, token)) };
+    const user = accessTokens.verify(workplace, token);
+    return user instanceof Promise ? user.then(asCaller) : asCaller(user);
   };
 
   /**

@@ -41,6 +41,13 @@ export interface Rules {
   presets: [FieldPath, Preset][];
   /** Whether anything names `$$USER`, which costs a read of the user's document per request. */
   namesUser: boolean;
+  /** Whether a binding may differ between two requests with the same claims ($$USER, $$NOW). */
+  varies: boolean;
+  /**
+   * Each caller's bound rules, by their claims object (the verifier hands the same one to every
+   * request of a token): rules that name neither `$$USER` nor `$$NOW` bind the same way each time.
+   */
+  bound: WeakMap<object, Map<RuleKind, Filter | undefined>>;
 }
 
 /** What a rule's variables hold for one request. */
@@ -111,7 +118,16 @@ export function parseRules(raw: unknown): Rules {
     }
     stored.fields.presets = rawPresets;
   }
-  return { stored, filters, hidden: new HiddenFields(hidden), immutable, presets, namesUser };
+  return {
+    stored,
+    filters,
+    hidden: new HiddenFields(hidden),
+    immutable,
+    presets,
+    namesUser,
+    varies: namesUser || JSON.stringify(raw).includes('$$NOW'),
+    bound: new WeakMap(),
+  };
 }
 
 function parsePreset(path: string, value: Json): Preset {
@@ -157,7 +173,14 @@ export function presetValue(preset: Preset, vars: RuleVariables): Json | undefin
 export function bindRule(rules: Rules | undefined, kind: RuleKind, vars: RuleVariables): Filter | undefined {
   const rule = rules?.filters[kind];
   if (!rule) return undefined;
-  return withImpliedEqualities(bindFilter(rule, variableMap(vars)));
+  if (rules.varies) return withImpliedEqualities(bindFilter(rule, variableMap(vars)));
+  let byKind = rules.bound.get(vars.AUTH);
+  if (!byKind) {
+    byKind = new Map();
+    rules.bound.set(vars.AUTH, byKind);
+  }
+  if (!byKind.has(kind)) byKind.set(kind, withImpliedEqualities(bindFilter(rule, variableMap(vars))));
+  return byKind.get(kind);
 }
 
 const FALSE: Filter = { kind: 'expr', expr: { kind: 'literal', value: false } };

@@ -23,6 +23,7 @@ import { requestLogHook } from './http/request-log.js';
 import { RequestLogger } from './http/request-logger.js';
 import { requestMetricsHook } from './http/request-metrics.js';
 import { toRouteHandler } from './http/route-handler.js';
+import { CorsOrigins, registerCors } from './http/cors.js';
 import { createAuthenticators } from './http/security.js';
 import {
   loadSpec,
@@ -97,6 +98,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     new ProviderRegistry(deps.sql, deps.issuerBase ?? (() => 'http://127.0.0.1:3000'), deps.logger);
   const catalog = deps.catalog ?? new CatalogCache(deps.sql);
   const accessTokens = new AccessTokenVerifier(deps.sql, (name) => providers.issuerOf(name));
+  const corsOrigins = new CorsOrigins(deps.sql);
   providers.grantEnded = (name) => accessTokens.forget(name);
   const handlers: Handlers = createHandlers({
     sql: deps.sql,
@@ -107,6 +109,7 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
       accessTokens.forget(name);
     },
     grantsEnded: (name) => accessTokens.forget(name),
+    originsChanged: (name) => corsOrigins.forget(name),
   });
   const authenticators = createAuthenticators({
     sql: deps.sql,
@@ -169,6 +172,8 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
     ),
   );
 
+  // Before the routes, so that its onRequest hook answers preflights ahead of authentication.
+  await registerCors(app, corsOrigins);
   await app.register(swagger, { mode: 'static', specification: { document: spec as never } });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
@@ -211,9 +216,13 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
         workplaceChanged: (name) => {
           providers.forget(name);
           accessTokens.forget(name);
+          corsOrigins.forget(name);
         },
         grantsEnded: (name) => accessTokens.forget(name),
-        missed: () => accessTokens.clear(),
+        missed: () => {
+          accessTokens.clear();
+          corsOrigins.clear();
+        },
       },
       (err) => deps.logger?.warn({ err }, 'listening for catalog changes failed'),
     );

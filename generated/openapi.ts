@@ -165,8 +165,11 @@ export interface paths {
         put?: never;
         /**
          * Update the OIDC settings
-         * @description Updates any subset of the five writable fields; omitted fields keep their values. The
+         * @description Updates any subset of the writable fields; omitted fields keep their values. The
          *     collection named by `collection` need not exist yet: until it does, no user can sign in.
+         *     `allowed_origins` replaces the list of origins whose browser pages may call the document
+         *     routes with an end user's token (CORS), besides the origins of the registered clients'
+         *     redirect URIs.
          */
         post: operations["updateOidcSettings"];
         delete?: never;
@@ -1282,7 +1285,15 @@ export interface components {
             refresh_timeout: number;
             /** @description Sign-in session lifetime in seconds, 1 to 31,536,000. Default 1,209,600 (14 days). */
             session_timeout: number;
+            allowed_origins: components["schemas"]["AllowedOrigins"];
         };
+        /**
+         * @description Origins (`https://app.acme.example`, `http://localhost:5173`: scheme, host and a port
+         *     other than the scheme's default, lower case, as browsers send `Origin`) whose pages may
+         *     call the document routes with an end user's access token (CORS), besides the origins of
+         *     the registered clients' redirect URIs. Default none.
+         */
+        AllowedOrigins: string[];
         /** @description Any non-empty subset of the writable settings; the ranges are those of `OidcSettings`. */
         OidcSettingsUpdate: {
             collection?: components["schemas"]["Name"];
@@ -1290,6 +1301,7 @@ export interface components {
             id_token_timeout?: number;
             refresh_timeout?: number;
             session_timeout?: number;
+            allowed_origins?: components["schemas"]["AllowedOrigins"];
         };
         OidcSettingsEnvelope: {
             result: components["schemas"]["OidcSettings"];

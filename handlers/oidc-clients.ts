@@ -59,7 +59,7 @@ function newClientId(): string {
   return randomBytes(16).toString('base64url');
 }
 
-export function oidcClientHandlers({ sql, grantsEnded }: HandlerDeps) {
+export function oidcClientHandlers({ sql, grantsEnded, originsChanged }: HandlerDeps) {
   const readClients: Handler<'readClients'> = async ({ params, query }) => {
     if (query.client_id === undefined) {
       const rows = await listClients(sql, params.name);
@@ -85,6 +85,7 @@ export function oidcClientHandlers({ sql, grantsEnded }: HandlerDeps) {
           ? errors.badRequest(`This workplace already has the maximum of ${MAX_CLIENTS} clients.`)
           : errors.unauthorized('The bearer token is not valid for this workplace.');
       }
+      originsChanged?.(params.name);
       return { status: 201, body: { result: present(outcome.inserted, secret) } };
     }
     let secret: string | undefined;
@@ -97,6 +98,7 @@ export function oidcClientHandlers({ sql, grantsEnded }: HandlerDeps) {
       return { metadata, secretHash: hashSecret(secret) };
     });
     if (!row) throw errors.clientNotFound(clientId);
+    originsChanged?.(params.name);
     return { status: 200, body: { result: present(row, secret) } };
   };
 
@@ -105,6 +107,7 @@ export function oidcClientHandlers({ sql, grantsEnded }: HandlerDeps) {
       throw errors.clientNotFound(query.client_id);
     // Its tokens stop at once on the data routes (oidc/access-tokens.ts).
     grantsEnded?.(params.name);
+    originsChanged?.(params.name);
     return { status: 204 };
   };
 

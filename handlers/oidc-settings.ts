@@ -9,7 +9,7 @@ import { setUserPassword as setPassword } from '../oidc/users.js';
 import { generateSecret, TOKEN_PREFIX } from '../secrets.js';
 import type { Handler, HandlerDeps } from './types.js';
 
-export function oidcSettingsHandlers({ sql }: HandlerDeps) {
+export function oidcSettingsHandlers({ sql, originsChanged }: HandlerDeps) {
   const getOidcSettings: Handler<'getOidcSettings'> = async ({ params }) => {
     const settings = await findOidcSettings(sql, params.name);
     if (!settings) throw errors.workplaceNotFound(params.name);
@@ -17,8 +17,16 @@ export function oidcSettingsHandlers({ sql }: HandlerDeps) {
   };
 
   const updateOidcSettingsHandler: Handler<'updateOidcSettings'> = async ({ params, body }) => {
+    // As a browser sends Origin, so that a listed origin is one a request can carry.
+    for (const origin of body.allowed_origins ?? []) {
+      if (URL.parse(origin)?.origin !== origin)
+        throw errors.badRequest(
+          `allowed_origins: '${origin}' is not an origin as browsers send it (scheme://host, and :port only when it is not the scheme's default).`,
+        );
+    }
     const settings = await updateOidcSettings(sql, params.name, body);
     if (!settings) throw errors.workplaceNotFound(params.name);
+    if (body.allowed_origins) originsChanged?.(params.name);
     return { status: 200, body: { result: settings } };
   };
 

@@ -69,4 +69,6 @@ export interface HandlerDeps {
   workplaceDeleted?: (name: string) => void;
   /** Told when a handler ended grants of a workplace (a session ended, a client deleted), at once. */
   grantsEnded?: (name: string) => void;
+  /** Told when what gives a workplace's CORS origins changed: its clients, or its OIDC settings. */
+  originsChanged?: (name: string) => void;
 }

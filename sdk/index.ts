@@ -1,8 +1,8 @@
 /**
  * The typed client of this API: openapi-fetch over the types `npm run gen` writes from openapi.yaml,
- * so a request or result that disagrees with the contract is a compile error in the caller. Two
- * clients because the API has two credentials and each belongs only where it is accepted: the
- * X-Auth-Token on /v1, the workplace OIDC token on /oidc. `unwrap` turns an answer into its typed
+ * so a request or result that disagrees with the contract is a compile error in the caller. One
+ * client per credential, each used only where it is accepted: the X-Auth-Token on /v1, the
+ * workplace OIDC token on /oidc, an end user's access token on the document routes. `unwrap` turns an answer into its typed
  * body or a thrown error: `ProblemError` for /v1's problem+json, `OAuthError` for /oidc's OAuth errors.
  */
 import createClient, { type Client } from 'openapi-fetch';
@@ -40,6 +40,89 @@ export function createOidcClient(options: ClientOptions & { workplaceToken: stri
     headers: { Authorizarion: `Bearer ${options.workplaceToken}` },
     ...(options.fetch ? { fetch: options.fetch } : {}),
   });
+}
+
+/** The document operations an end user's access token may call (`EndUserToken` in the contract). */
+type DocumentOperation =
+  | 'read'
+  | 'create'
+  | 'update'
+  | 'count'
+  | 'distinct'
+  | 'aggregate'
+  | 'delete'
+  | 'update-one'
+  | 'replace-one'
+  | 'delete-one'
+  | 'find-one-and-update'
+  | 'find-one-and-replace'
+  | 'find-one-and-delete';
+type DocumentPath<O extends DocumentOperation> = `/v1/workplaces/{name}/storages/{storage_name}/${O}`;
+type DocumentBody<O extends DocumentOperation> = paths[DocumentPath<O>]['post'] extends {
+  requestBody: { content: { 'application/json': infer B } };
+}
+  ? B
+  : never;
+type DocumentResult<O extends DocumentOperation> = paths[DocumentPath<O>]['post'] extends {
+  responses: { 200: { content: { 'application/json': infer R } } };
+}
+  ? R
+  : paths[DocumentPath<O>]['post'] extends { responses: { 201: { content: { 'application/json': infer R } } } }
+    ? R
+    : never;
+
+export interface EndUserClient {
+  /** The underlying client, which sends the current access token on every request. */
+  readonly client: PlatformClient;
+  readonly workplace: string;
+  /** Replaces the access token (after a refresh): the next request sends the new one. */
+  setAccessToken(accessToken: string): void;
+  /**
+   * Runs a document operation on a collection of the workplace, under its rules: the typed body
+   * of the answer, or a thrown `ProblemError` (`401` for a token that no longer holds, `403` for
+   * what the rules refuse).
+   */
+  run<O extends DocumentOperation>(
+    operation: O,
+    collection: string,
+    body: DocumentBody<O>,
+  ): Promise<DocumentResult<O>>;
+}
+
+/**
+ * A client for a workplace's end user (a browser or mobile app): the document routes with the
+ * access token the workplace's OpenID Provider issued for its default audience (sign in with
+ * `resource=<baseUrl>/oidc/<workplace>`). What it may do is the collections' rules (docs/rules.md).
+ */
+export function createEndUserClient(
+  options: ClientOptions & { workplace: string; accessToken: string },
+): EndUserClient {
+  let accessToken = options.accessToken;
+  const client = createClient<paths>({
+    baseUrl: options.baseUrl,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+  });
+  client.use({
+    onRequest({ request }) {
+      request.headers.set('Authorization', `Bearer ${accessToken}`);
+      return request;
+    },
+  });
+  return {
+    client,
+    workplace: options.workplace,
+    setAccessToken(token) {
+      accessToken = token;
+    },
+    async run(operation, collection, body) {
+      const path = `/v1/workplaces/{name}/storages/{storage_name}/${operation}` as DocumentPath<'read'>;
+      const request = client.POST(path, {
+        params: { path: { name: options.workplace, storage_name: collection } },
+        body: body as DocumentBody<'read'>,
+      });
+      return (await unwrap(request)) as never;
+    },
+  };
 }
 
 /** Any answer outside 2xx. `body` is the parsed JSON body, or the text when it is not JSON. */

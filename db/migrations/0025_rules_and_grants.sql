@@ -39,3 +39,13 @@ language plpgsql immutable as $$
 begin
   raise exception 'The % rule refuses a document of this write', rule_kind using errcode = 'WP002';
 end $$;
+
+-- Origins whose browser pages may call the document routes with an end user's token (CORS),
+-- besides the origins of the registered clients' redirect URIs (http/cors.ts).
+alter table oidc_settings add column allowed_origins text[] not null default '{}';
+
+-- A change of allowed_origins reaches every process's kept origins at once (0024's trigger on the
+-- settings skips a workplace whose provider was never built).
+create trigger oidc_settings_origins_announce after update of allowed_origins on oidc_settings
+  for each row when (old.allowed_origins is distinct from new.allowed_origins)
+  execute function mdb.announce_oidc_change();

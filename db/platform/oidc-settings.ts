@@ -7,6 +7,7 @@ export interface OidcSettingsRow {
   id_token_timeout: number;
   refresh_timeout: number;
   session_timeout: number;
+  allowed_origins: string[];
 }
 
 export type OidcSettingsPatch = Partial<Omit<OidcSettingsRow, 'token'>>;
@@ -18,11 +19,13 @@ const WRITABLE = [
   'id_token_timeout',
   'refresh_timeout',
   'session_timeout',
+  'allowed_origins',
 ] as const;
 
 export async function findOidcSettings(sql: Sql, workplace: string): Promise<OidcSettingsRow | undefined> {
   const [row] = await sql<OidcSettingsRow[]>`
-    select s.collection, s.token, s.token_timeout, s.id_token_timeout, s.refresh_timeout, s.session_timeout
+    select s.collection, s.token, s.token_timeout, s.id_token_timeout, s.refresh_timeout, s.session_timeout,
+      s.allowed_origins
     from oidc_settings s join workplaces w on w.id = s.workplace_id
     where w.name = ${workplace}`;
   return row;
@@ -40,8 +43,26 @@ export async function updateOidcSettings(
     update oidc_settings s set ${sql(patch, columns)}, updated_at = now()
     from workplaces w
     where w.id = s.workplace_id and w.name = ${workplace}
-    returning s.collection, s.token, s.token_timeout, s.id_token_timeout, s.refresh_timeout, s.session_timeout`;
+    returning s.collection, s.token, s.token_timeout, s.id_token_timeout, s.refresh_timeout, s.session_timeout,
+      s.allowed_origins`;
   return row;
+}
+
+/** The origins whose pages may call the workplace's document routes (http/cors.ts); undefined without it. */
+export async function findCorsOrigins(sql: Sql, workplace: string): Promise<string[] | undefined> {
+  const [row] = await sql<{ allowed: string[]; redirects: string[] }[]>`
+    select s.allowed_origins as allowed,
+      array(select jsonb_array_elements_text(c.metadata -> 'redirect_uris')
+            from oidc_clients c where c.workplace_id = w.id) as redirects
+    from workplaces w join oidc_settings s on s.workplace_id = w.id
+    where w.name = ${workplace}`;
+  if (!row) return undefined;
+  const origins = new Set(row.allowed);
+  for (const uri of row.redirects) {
+    const origin = URL.parse(uri)?.origin;
+    if (origin && origin !== 'null') origins.add(origin);
+  }
+  return [...origins];
 }
 
 /** Replaces the workplace OIDC token; false when the workplace does not exist. */

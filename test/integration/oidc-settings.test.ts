@@ -41,6 +41,7 @@ describe('GET /v1/workplaces/{name}/oidc', () => {
       id_token_timeout: 3600,
       refresh_timeout: 1209600,
       session_timeout: 1209600,
+      allowed_origins: [],
     });
     expect((await settingsOf(b)).token).not.toBe(settings.token);
   });

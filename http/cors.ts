@@ -1,0 +1,83 @@
+import cors, { type FastifyCorsOptions } from '@fastify/cors';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Sql } from '../db/connection/sql.js';
+import { findCorsOrigins } from '../db/platform/oidc-settings.js';
+
+/**
+ * CORS for end users (issue 45): a browser page may call a workplace's document routes with an
+ * access token when its origin is one of the workplace's (the origins of its clients' redirect
+ * URIs, and its OIDC settings' `allowed_origins`). Nothing else of /v1 answers CORS: the admin
+ * and X-Auth-Token routes are not for browsers. The OpenID Provider's own endpoints answer CORS
+ * themselves (oidc-provider).
+ *
+ * @fastify/cors runs in every request's onRequest hook, preflights included; a request without
+ * an Origin header, or for another route, costs one test. A workplace's origins are read once
+ * and kept ORIGINS_TTL_MS (a client registered meanwhile is allowed within that time; a change
+ * of the settings is announced, and forgets them at once), so a preflight answers from memory.
+ */
+
+const DOCUMENT_ROUTE =
+  /^\/v1\/workplaces\/([A-Za-z]{1,64})\/storages\/[A-Za-z]{1,64}\/(?:read|create|update|count|distinct|aggregate|delete|update-one|replace-one|delete-one|find-one-and-update|find-one-and-replace|find-one-and-delete)(?:\?|$)/;
+
+const ORIGINS_TTL_MS = 10_000;
+const MAX_WORKPLACES = 10_000;
+/** How long a browser may keep a preflight's answer. */
+const PREFLIGHT_MAX_AGE_SECONDS = 600;
+
+const REFUSED: FastifyCorsOptions = { origin: false };
+
+export class CorsOrigins {
+  readonly #kept = new Map<string, { origins: Set<string>; readAt: number }>();
+
+  constructor(private readonly sql: Sql) {}
+
+  forget(workplace: string): void {
+    this.#kept.delete(workplace);
+  }
+
+  clear(): void {
+    this.#kept.clear();
+  }
+
+  /** The workplace's origins, without a promise when they are kept. */
+  of(workplace: string): Set<string> | Promise<Set<string>> {
+    const kept = this.#kept.get(workplace);
+    if (kept && Date.now() - kept.readAt < ORIGINS_TTL_MS) return kept.origins;
+    return findCorsOrigins(this.sql, workplace).then((list) => {
+      const origins = new Set(list ?? []);
+      if (this.#kept.size >= MAX_WORKPLACES) this.#kept.clear();
+      this.#kept.set(workplace, { origins, readAt: Date.now() });
+      return origins;
+    });
+  }
+}
+
+function optionsFor(origin: string, origins: Set<string>): FastifyCorsOptions {
+  if (!origins.has(origin)) return REFUSED;
+  return {
+    origin,
+    methods: ['POST'],
+    // Named: a browser does not let `*` cover Authorization.
+    allowedHeaders: ['authorization', 'content-type'],
+    exposedHeaders: ['www-authenticate'],
+    maxAge: PREFLIGHT_MAX_AGE_SECONDS,
+  };
+}
+
+export async function registerCors(app: FastifyInstance, origins: CorsOrigins): Promise<void> {
+  await app.register(cors, {
+    hideOptionsRoute: true,
+    delegator(request: FastifyRequest, callback: (err: Error | null, options: FastifyCorsOptions) => void) {
+      const origin = request.headers.origin;
+      const route = origin === undefined ? null : DOCUMENT_ROUTE.exec(request.url);
+      if (!route || origin === undefined) return callback(null, REFUSED);
+      const found = origins.of(route[1] as string);
+      if (found instanceof Promise)
+        found.then(
+          (set) => callback(null, optionsFor(origin, set)),
+          (err: Error) => callback(err, REFUSED),
+        );
+      else callback(null, optionsFor(origin, found));
+    },
+  });
+}

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ApiError,
   type components,
+  createEndUserClient,
   createOidcClient,
   createPlatformClient,
   OAuthError,
@@ -23,7 +24,8 @@ import {
 } from '../../sdk/index.js';
 import { randomName } from '../helpers/app.js';
 import { createResponseChecker } from '../helpers/contract.js';
-import { type LiveServer, startLiveServer } from '../helpers/oidc-flow.js';
+import { addUser, signInEndUser } from '../helpers/end-users.js';
+import { type LiveServer, startLiveServer, tenantKit } from '../helpers/oidc-flow.js';
 
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -67,6 +69,40 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await server?.close();
+});
+
+describe('the SDK for end users (an access token, under the rules)', () => {
+  it('runs document operations with the token, answers 403 where the rules refuse, and takes a new token', async () => {
+    const kit = tenantKit(server);
+    const t = await kit.newTenant();
+    await addUser(kit, t, 'u1');
+    await kit.api('POST', `/v1/workplaces/${t.workplace}/storages`, { name: 'notes' });
+    const own = { $expr: { $eq: ['$owner', '$$AUTH.sub'] } };
+    await kit.api('PUT', `/v1/workplaces/${t.workplace}/storages/notes/rules`, {
+      read: own,
+      create: {},
+      fields: { presets: { owner: '$$AUTH.sub' } },
+    });
+    await kit.api('POST', `/v1/workplaces/${t.workplace}/storages/notes/create`, { docs: [{ owner: 'u2' }] });
+    const user = await signInEndUser(t, 'u1@acme.example');
+    const client = createEndUserClient({
+      baseUrl: server.base,
+      workplace: t.workplace,
+      accessToken: 'not-yet-a-token',
+      fetch: checkedFetch,
+    });
+    const refused = await rejection(client.run('read', 'notes', {}));
+    expect(refused).toBeInstanceOf(ProblemError);
+    expect((refused as ProblemError).status).toBe(401);
+    client.setAccessToken(user.accessToken);
+    const created = await client.run('create', 'notes', { docs: [{ text: 'mine' }] });
+    expect(created.result.insertedCount).toBe(1);
+    const read = await client.run('read', 'notes', { query: {} });
+    expect(read.result).toEqual([{ _id: created.result.insertedIds[0], text: 'mine', owner: 'u1' }]);
+    expect((await client.run('count', 'notes', { query: {} })).result.count).toBe(1);
+    const forbidden = await rejection(client.run('delete', 'notes', { query: {} }));
+    expect((forbidden as ProblemError).code).toBe('FORBIDDEN');
+  });
 });
 
 describe('the SDK on /v1 (X-Auth-Token)', () => {

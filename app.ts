@@ -17,13 +17,13 @@ import { errors, MAX_PATH_PARAMETER_LENGTH } from './errors.js';
 import { createHandlers } from './handlers/index.js';
 import type { Handler, Handlers, OperationId } from './handlers/types.js';
 import { authenticating, authenticatorFor } from './http/authentication-hook.js';
+import { CorsOrigins, registerCors } from './http/cors.js';
 import { sendError } from './http/error-response.js';
 import { DEFAULT_BODY_LIMIT, jsonBodyParser, type ParseJson } from './http/json-body.js';
 import { requestLogHook } from './http/request-log.js';
 import { RequestLogger } from './http/request-logger.js';
 import { requestMetricsHook } from './http/request-metrics.js';
 import { toRouteHandler } from './http/route-handler.js';
-import { CorsOrigins, registerCors } from './http/cors.js';
 import { createAuthenticators } from './http/security.js';
 import {
   loadSpec,

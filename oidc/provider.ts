@@ -33,6 +33,7 @@ import { generateSigningKey } from './keys.js';
 import { logoutPage, messagePage, PAGE_HEADERS, scriptHashesOnly } from './pages.js';
 import { rotateRefreshToken } from './refresh-tokens.js';
 import { introspectionAllowed, resourceIndicators } from './resources.js';
+import { answerStructuredTokens } from './structured-tokens.js';
 import { findUserBySubject, subjectOf } from './users.js';
 
 /**
@@ -512,6 +513,13 @@ export class ProviderRegistry {
       // Before the route runs: the form_post response adds its script's hash to this policy.
       ctx.set(PAGE_HEADERS);
       await next();
+      await answerStructuredTokens(ctx, {
+        sql,
+        workplaceId: state.workplaceId,
+        issuer,
+        keys: keys.map((k) => k.private_jwk as Record<string, unknown>),
+        grantEnded: () => this.grantEnded(workplace),
+      });
       const policy = ctx.response.get('content-security-policy');
       if (typeof policy === 'string') ctx.set('content-security-policy', scriptHashesOnly(policy));
       if (ctx.status === 503) ctx.set('retry-after', String(RETRY_AFTER_SECONDS));

@@ -67,7 +67,9 @@ type DocumentResult<O extends DocumentOperation> = paths[DocumentPath<O>]['post'
   responses: { 200: { content: { 'application/json': infer R } } };
 }
   ? R
-  : paths[DocumentPath<O>]['post'] extends { responses: { 201: { content: { 'application/json': infer R } } } }
+  : paths[DocumentPath<O>]['post'] extends {
+        responses: { 201: { content: { 'application/json': infer R } } };
+      }
     ? R
     : never;
 

@@ -98,6 +98,11 @@ async function revokeGrantAndTokens(tx: TransactionSql, workplaceId: string, gra
   await tx`delete from oidc_payloads where workplace_id = ${workplaceId} and model = 'Grant' and id = ${grantId}`;
 }
 
+/** Revokes a grant with every token and code issued under it, whoever's it is (RFC 7009 revocation). */
+export function revokeGrantWithTokens(sql: Sql, workplaceId: string, grantId: string): Promise<void> {
+  return sql.begin((tx) => revokeGrantAndTokens(tx, workplaceId, grantId));
+}
+
 /** Revokes one of the user's grants; false when the user has no live grant of that id. */
 export function revokeUserGrant(
   sql: Sql,

@@ -245,6 +245,53 @@ describe('a grant that ends stops its tokens on the next request', () => {
   });
 });
 
+describe('JWT access tokens at the provider’s introspection and revocation endpoints', () => {
+  it('introspection answers the claims while the grant is live, and active: false after', async () => {
+    const u = await signInEndUser(t, 'u1@acme.example');
+    const active = await oidc.tokenIntrospection(u.config, u.accessToken);
+    expect(active).toMatchObject({
+      active: true,
+      sub: 'u1',
+      client_id: t.clientId,
+      iss: t.issuer,
+      aud: t.issuer,
+    });
+    expect(active.token_type).toBe('Bearer');
+    await oidc.tokenRevocation(u.config, u.tokens.refresh_token as string);
+    expect(await oidc.tokenIntrospection(u.config, u.accessToken)).toEqual({ active: false });
+    expect(await oidc.tokenIntrospection(u.config, await forged({ claims: { exp: 1 } }))).toEqual({
+      active: false,
+    });
+  });
+
+  it('revoking the access token ends its grant: the data routes and the refresh token stop', async () => {
+    const u = await signInEndUser(t, 'u1@acme.example');
+    expect((await read(t, u.accessToken)).status).toBe(200);
+    await oidc.tokenRevocation(u.config, u.accessToken);
+    expect((await read(t, u.accessToken)).status).toBe(401);
+    await expect(oidc.refreshTokenGrant(u.config, u.tokens.refresh_token as string)).rejects.toMatchObject({
+      error: 'invalid_grant',
+    });
+  });
+
+  it('another client cannot revoke a token it was not issued (200, nothing changes)', async () => {
+    const u = await signInEndUser(t, 'u1@acme.example');
+    const reg = await kit.api(
+      'POST',
+      `/oidc/${t.workplace}/oidc/registration`,
+      { client_name: 'other', redirect_uris: ['http://127.0.0.1:9/callback'] },
+      { 'x-auth-token': '', authorizarion: `Bearer ${t.oidcToken}` },
+    );
+    const otherClient = await discover({
+      issuer: t.issuer,
+      clientId: reg.body.result.client_id,
+      clientSecret: reg.body.result.client_secret,
+    });
+    await oidc.tokenRevocation(otherClient, u.accessToken);
+    expect((await read(t, u.accessToken)).status).toBe(200);
+  });
+});
+
 describe('client_credentials tokens act as the client', () => {
   it('their sub is the client_id, which a rule can tell apart', async () => {
     const tenant = await kit.newTenant(

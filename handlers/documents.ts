@@ -25,13 +25,13 @@ import {
   projectsEverything,
 } from '../mongo/projection.js';
 import { RegexSession } from '../mongo/regex/run.js';
-import { bindRule, changedImmutable, type RuleKind, restrict, withPresets } from '../mongo/rules.js';
+import { bindRule, type RuleKind, restrict, withPresets } from '../mongo/rules.js';
 import { orderKeyCount, parseSort } from '../mongo/sort.js';
 import { applyUpdate, jsonEqual, parseUpdate, upsertSeed } from '../mongo/update/update.js';
-import { isPlainObject, type Json, type JsonObject } from '../mongo/value/json.js';
+import type { JsonObject } from '../mongo/value/json.js';
 import { parsePath } from '../mongo/value/path.js';
 import { EncodedJson } from './encoded-json.js';
-import { type RuleScope, ruleOf, ruleScopeOf } from './rule-scope.js';
+import { type RuleScope, ruleOf, ruleScopeOf, withinUpdateRules } from './rule-scope.js';
 import type { Caller, Handler, HandlerDeps } from './types.js';
 
 export const DEFAULT_LIMIT = 100;
@@ -81,77 +81,17 @@ function updatePlan(
   const seed = body.upsert ? upsertSeed(query, update) : undefined;
   const now = new Date();
   const replacement = update.kind === 'replacement';
-  return (scope) => {
-    const apply = (doc: JsonObject) => applyUpdate(doc, update, { now, isInsert: false, filter });
-    const insert = seed ? () => applyUpdate(seed, update, { now, isInsert: true }) : undefined;
-    const plan: UpdatePlan = {
-      filter,
-      apply,
-      modified: (before: JsonObject, after: JsonObject) => !jsonEqual(before, after),
-      single: replacement,
-      ...(insert ? { upsert: { query, document: insert } } : {}),
-    };
-    if (!scope) return plan;
-    // An end user: the update matches what `read` and `update` admit, its results must satisfy
-    // `update` (checked as it is written), immutable fields stay, and presets apply to a
-    // replacement and to an upsert's new document, which `create` must admit.
-    const { rules, vars } = scope;
-    const updateRule = ruleOf(scope, 'update');
-    const hidden = rules?.hidden;
-    if (hidden?.any) {
-      hidden.check(body.query, 'The query');
-      hidden.check(body.sort, 'The sort');
-      // Update operators read what they change ($min's, $set's modifiedCount, $rename); a
-      // replacement is data, and keeps the hidden fields (keepHidden).
-      if (!replacement) hidden.check(body.doc, 'The update');
-      if (body.arrayFilters !== undefined)
-        throw new QueryError(
-          'arrayFilters are not available to end users on a collection that hides fields.',
-        );
-    }
-    return {
-      ...plan,
-      filter: restrict(filter, ruleOf(scope, 'read', 'update')),
-      apply: (doc: JsonObject) => {
-        // A replacement keeps the hidden fields the end user cannot see, and gets the presets.
-        const after = replacement
-          ? withPresets(keepHidden(doc, apply(doc), hidden), rules, vars)
-          : apply(doc);
-        const changed = changedImmutable(rules, doc, after);
-        if (changed !== undefined)
-          throw errors.forbidden(`'${changed}' is immutable for end users; nothing was written.`);
-        return after;
-      },
-      ...(insert
-        ? {
-            upsert: {
-              query,
-              document: () => withPresets(insert(), rules, vars),
-            },
-          }
-        : {}),
-      checks: {
-        update: { kind: 'update', rule: updateRule },
-        ...(insert ? { create: { kind: 'create', rule: ruleOf(scope, 'create') } } : {}),
-      },
-    };
+  const plan: UpdatePlan = {
+    filter,
+    apply: (doc: JsonObject) => applyUpdate(doc, update, { now, isInsert: false, filter }),
+    modified: (before: JsonObject, after: JsonObject) => !jsonEqual(before, after),
+    single: replacement,
+    ...(seed
+      ? { upsert: { query, document: () => applyUpdate(seed, update, { now, isInsert: true }) } }
+      : {}),
   };
-}
-
-/**
- * `after` with the hidden fields `before` holds, as a replacement by an end user keeps them: the
- * user cannot see them, so cannot be asked to send them back.
- */
-function keepHidden(before: JsonObject, after: JsonObject, hidden: HiddenFields | undefined): JsonObject {
-  if (!hidden?.any) return after;
-  const set: JsonObject = {};
-  for (const path of hidden.paths) {
-    let value: Json | undefined = before;
-    for (const s of path.segments) value = isPlainObject(value) ? value[s] : undefined;
-    if (value !== undefined) set[path.text] = value;
-  }
-  if (Object.keys(set).length === 0) return after;
-  return applyUpdate(after, parseUpdate({ $set: set }), { now: new Date(), isInsert: false });
+  // An end user's update runs within the collection's rules, which the request's collection holds.
+  return (scope) => (scope ? withinUpdateRules(plan, scope, body, replacement) : plan);
 }
 
 async function orConflict<T>(work: Promise<T>): Promise<T> {

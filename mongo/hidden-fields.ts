@@ -1,5 +1,6 @@
 import { QueryError } from '../errors.js';
 import { applyProjection, type Projection, parseProjection } from './projection.js';
+import { applyUpdate, parseUpdate } from './update/update.js';
 import { isPlainObject, type Json, type JsonObject } from './value/json.js';
 import type { FieldPath } from './value/path.js';
 
@@ -38,6 +39,21 @@ export class HiddenFields {
   /** The document without its hidden fields. */
   strip(doc: JsonObject): JsonObject {
     return this.any ? applyProjection(doc, this.#exclusion) : doc;
+  }
+
+  /**
+   * `after` with the hidden fields `before` holds, as a replacement by an end user keeps them: the
+   * user cannot see them, so cannot be asked to send them back.
+   */
+  keep(before: JsonObject, after: JsonObject): JsonObject {
+    const set: JsonObject = {};
+    for (const path of this.paths) {
+      let value: Json | undefined = before;
+      for (const s of path.segments) value = isPlainObject(value) ? value[s] : undefined;
+      if (value !== undefined) set[path.text] = value;
+    }
+    if (Object.keys(set).length === 0) return after;
+    return applyUpdate(after, parseUpdate({ $set: set }), { now: new Date(), isInsert: false });
   }
 
   /** Throws a 400 when `raw` (a part of a request, named by `where`) names a hidden field. */

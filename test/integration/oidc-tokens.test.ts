@@ -321,15 +321,14 @@ describe('introspection', () => {
     expect((await introspect(tenant, 'not-a-token')).body).toEqual({ active: false });
   });
 
-  it('and revocation refuse JWT access tokens, which their resource server checks itself (oidc-provider)', async () => {
+  it('and revocation take a user’s JWT access tokens: active while its grant lives, revoked with it (oidc/structured-tokens.ts)', async () => {
     const { tokens } = await signInFor(tenant, { scope: 'openid', resource: API });
     const res = await introspect(tenant, tokens.access_token);
-    expect(res.status).toBe(400);
-    expect(res.body.error).toBe('unsupported_token_type');
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ active: true, aud: API, sub: 'u-ada', client_id: tenant.clientId });
     const config = await discover(tenant);
-    await expect(oidc.tokenRevocation(config, tokens.access_token)).rejects.toMatchObject({
-      error: 'unsupported_token_type',
-    });
+    await oidc.tokenRevocation(config, tokens.access_token);
+    expect((await introspect(tenant, tokens.access_token)).body).toEqual({ active: false });
   });
 });
 

@@ -87,8 +87,11 @@ describe('the regex budget is one per request, and waiting for it blocks nothing
     // Ten patterns, one budget: a budget per pattern would allow ten.
     expect(elapsed).toBeLessThan(3 * REGEX_TIME_LIMIT_MS);
     expect(latencies.length).toBeGreaterThanOrEqual(5);
-    expect(Math.max(...latencies)).toBeLessThan(100);
-    expect(longestGap).toBeLessThan(200);
+    // A loop blocked by the regexes would stall for the whole budget; the bounds sit well below
+    // it, and well above what a loaded 2-core CI machine adds to a probe (a 200 ms gap bound
+    // failed there at 203 ms).
+    expect(Math.max(...latencies)).toBeLessThan(REGEX_TIME_LIMIT_MS / 4);
+    expect(longestGap).toBeLessThan(REGEX_TIME_LIMIT_MS / 2);
     expect(await col.read({ query: {} })).toStrictEqual([doc]);
   });
 
@@ -114,7 +117,7 @@ describe('a RegexSession, which each request matches in', () => {
     await expect(session.run(() => matchFilter({ s: SUBJECT }, runaway))).rejects.toThrow(STOPPED);
     const started = performance.now();
     await expect(session.run(() => matchFilter({ s: 'aab' }, quick))).rejects.toThrow(STOPPED);
-    expect(performance.now() - started).toBeLessThan(100);
+    expect(performance.now() - started).toBeLessThan(REGEX_TIME_LIMIT_MS / 4);
     await expect(new RegexSession().run(() => matchFilter({ s: 'aab' }, quick))).resolves.toBe(true);
   });
 

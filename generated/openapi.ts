@@ -624,6 +624,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/workplaces/{name}/storages/{storage_name}/rules/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Test rules against a table of cases
+         * @description Runs each case (an end user's claims, an operation, its query or document) through the
+         *     same compiler and statements an end user's request runs, on the collection's documents,
+         *     and says whether the rules allow it, which documents it would read, change or delete,
+         *     the SQL statement that finds them, and, for a refused document, the first clause of the
+         *     rule that refuses it. Nothing is written. `rules` tests rules before storing them; without it, the stored rules are
+         *     tested. A case with `expect` passes when the outcome is the one expected.
+         */
+        post: operations["testCollectionRules"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/workplaces/{name}/storages/{storage_name}/read": {
         parameters: {
             query?: never;
@@ -1621,6 +1651,64 @@ export interface components {
         };
         CollectionRulesEnvelope: {
             result: components["schemas"]["StoredCollectionRules"];
+        };
+        RulesTestRequest: {
+            rules?: components["schemas"]["CollectionRules"];
+            cases: components["schemas"]["RulesTestCase"][];
+        };
+        RulesTestCase: {
+            name?: string;
+            auth: components["schemas"]["RulesTestClaims"];
+            /** @description The caller's user document (`$$USER`); without it, read from the users collection by `auth.sub`. */
+            user?: {
+                [key: string]: unknown;
+            };
+            /** @enum {string} */
+            operation: "read" | "create" | "update" | "delete";
+            query?: components["schemas"]["Query"];
+            /** @description The new document (`create`), or the update operators or replacement (`update`). */
+            doc?: {
+                [key: string]: unknown;
+            };
+            expect?: components["schemas"]["RulesTestExpect"];
+        };
+        /** @description The claims, as `$$AUTH` sees them. */
+        RulesTestClaims: {
+            sub: string;
+        } & {
+            [key: string]: unknown;
+        };
+        RulesTestExpect: ("allow" | "deny") | components["schemas"]["RulesTestExpectIds"];
+        RulesTestExpectIds: {
+            /** @description The documents the case reads, changes or deletes, in any order. */
+            ids: components["schemas"]["DocumentId"][];
+        };
+        RulesTestOutcome: {
+            name?: string;
+            allowed: boolean;
+            /** @description The rule kind that refused (`read`, `create`, `update`, `delete`), or `immutable` (then `field` names it). */
+            refused_by?: string;
+            field?: string;
+            /** @description The first clause of the refusing rule that the document does not satisfy. */
+            clause?: {
+                [key: string]: unknown;
+            };
+            ids?: components["schemas"]["DocumentId"][];
+            /**
+             * @description For an allowed read, update or delete: the SQL the request runs to find its documents,
+             *     the rule ANDed in, with `$n` placeholders for the bound values.
+             */
+            statement?: string;
+            /** @description With `expect`, whether the outcome is the expected one. */
+            passed?: boolean;
+        };
+        RulesTestResult: {
+            cases: components["schemas"]["RulesTestOutcome"][];
+            passed: number;
+            failed: number;
+        };
+        RulesTestEnvelope: {
+            result: components["schemas"]["RulesTestResult"];
         };
         /** @description A JSON object. `_id` (a string, number or object) identifies it within its collection. */
         Document: {
@@ -3060,6 +3148,43 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["CollectionRulesEnvelope"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    testCollectionRules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The workplace name. */
+                name: components["parameters"]["WorkplaceName"];
+                /** @description The collection name. */
+                storage_name: components["parameters"]["StorageName"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RulesTestRequest"];
+            };
+        };
+        responses: {
+            /** @description Each case's outcome, in order, and how many passed and failed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RulesTestEnvelope"];
                 };
             };
             400: components["responses"]["BadRequest"];

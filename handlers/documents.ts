@@ -63,7 +63,7 @@ interface StoragePath {
  * runs, so an option of updates is added in one place. `expect` is what a single-document route
  * requires of `doc`, refused with the words of MongoDB's drivers.
  */
-function updatePlan(
+export function updatePlan(
   body: { query: unknown; doc: unknown; upsert?: boolean; arrayFilters?: unknown; sort?: unknown },
   expect?: 'operators' | 'replacement',
 ): (scope: RuleScope | undefined) => UpdatePlan {

@@ -319,6 +319,23 @@ export async function countDocuments(
   return Number(row?.n ?? 0);
 }
 
+/**
+ * Whether each document satisfies `rule`, decided by the SQL a write's check runs (`checked`): the
+ * rules' test (handlers/rules.ts) answers with the database, as a write would, never with a second
+ * evaluation.
+ */
+export async function satisfying(sql: Sql, rule: Filter, docs: JsonObject[]): Promise<boolean[]> {
+  if (docs.length === 0) return [];
+  const params = new Params();
+  params.values.push(JSON.stringify(docs));
+  const rows = await sql.unsafe<{ ok: boolean }[]>(
+    `select coalesce(${compileFilterOn(rule, 'x.d', params)}, false) as ok
+     from jsonb_array_elements($1::text::jsonb) with ordinality as x (d, n) order by x.n`,
+    params.values,
+  );
+  return rows.map((r) => r.ok);
+}
+
 /** The plan PostgreSQL chooses for a statement (tests assert that indexes are used). */
 export async function explain(sql: Sql, s: Statement): Promise<string> {
   const rows = await sql.unsafe<{ 'QUERY PLAN': string }[]>(`explain ${s.text}`, s.values);

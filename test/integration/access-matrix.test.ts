@@ -35,6 +35,7 @@ const ACCESS: Record<string, 'read' | 'write' | 'admin'> = {
   // As index management: what the collection's end users may do.
   getCollectionRules: 'read',
   replaceCollectionRules: 'write',
+  testCollectionRules: 'write',
   readDocuments: 'read',
   countDocuments: 'read',
   distinctValues: 'read',

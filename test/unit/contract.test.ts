@@ -80,6 +80,7 @@ describe('openapi.yaml against SPEC.md and the handlers', () => {
       'POST /v1/workplaces/{name}/storages/{storage_name}/find-one-and-replace',
       'POST /v1/workplaces/{name}/storages/{storage_name}/find-one-and-update',
       'POST /v1/workplaces/{name}/storages/{storage_name}/replace-one',
+      'POST /v1/workplaces/{name}/storages/{storage_name}/rules/test',
       'POST /v1/workplaces/{name}/storages/{storage_name}/update-one',
       'PUT /v1/workplaces/{name}/storages/{storage_name}/rules',
     ]);

@@ -1,4 +1,4 @@
-import { aggregateDocuments as aggregateRows } from '../db/storage/aggregate.js';
+import { aggregateDocuments as aggregateRows, lookedUp } from '../db/storage/aggregate.js';
 import type { CollectionRef } from '../db/storage/catalog.js';
 import {
   countDocuments as countRows,
@@ -122,8 +122,9 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
     workplace: string,
     name: string,
     work: (c: CollectionRef, scope: RuleScope | undefined) => Promise<T>,
+    alwaysUser = false,
   ): Promise<T> {
-    return inCollection(workplace, name, async (c) => work(c, await ruleScopeOf(sql, caller, c)));
+    return inCollection(workplace, name, async (c) => work(c, await ruleScopeOf(sql, caller, c, alwaysUser)));
   }
 
   /**
@@ -334,27 +335,35 @@ export function documentHandlers({ sql, statistics, catalog }: HandlerDeps) {
 
   const aggregateDocuments: Handler<'aggregateDocuments'> = async ({ params, body, caller }) => {
     const stages = parsePipeline(body.pipeline);
-    const result = await underRules(caller, params.name, params.storage_name, (c, scope) => {
-      const hidden = hiddenIn(scope, [[body.pipeline, 'The pipeline']]);
-      return aggregateRows(
-        sql,
-        params.name,
-        c,
-        stages,
-        // $lookup joins what the caller may read of the other collection, and nothing where it may not.
-        scope && {
-          rule: ruleOf(scope, 'read'),
-          hidden: hidden?.paths.map((p) => p.text) ?? [],
-          foreignRule: (ref) => {
-            if (ref.rules?.hidden.any)
-              throw new QueryError(
-                `$lookup into '${ref.name}', which hides fields, is not available to end users.`,
-              );
-            return bindRule(ref.rules, 'read', scope.vars) ?? null;
+    // The rules of a collection a $lookup joins may name $$USER where this one's do not.
+    const joins = lookedUp(stages).size > 0;
+    const result = await underRules(
+      caller,
+      params.name,
+      params.storage_name,
+      (c, scope) => {
+        const hidden = hiddenIn(scope, [[body.pipeline, 'The pipeline']]);
+        return aggregateRows(
+          sql,
+          params.name,
+          c,
+          stages,
+          // $lookup joins what the caller may read of the other collection, and nothing where it may not.
+          scope && {
+            rule: ruleOf(scope, 'read'),
+            hidden: hidden?.paths.map((p) => p.text) ?? [],
+            foreignRule: (ref) => {
+              if (ref.rules?.hidden.any)
+                throw new QueryError(
+                  `$lookup into '${ref.name}', which hides fields, is not available to end users.`,
+                );
+              return bindRule(ref.rules, 'read', scope.vars) ?? null;
+            },
           },
-        },
-      );
-    });
+        );
+      },
+      joins,
+    );
     return { status: 200, body: { result } };
   };
 

@@ -31,10 +31,12 @@ export async function ruleScopeOf(
   sql: Sql,
   caller: Caller,
   c: CollectionRef,
+  /** Read `$$USER` whatever `c`'s rules name: other collections' rules apply too ($lookup). */
+  alwaysUser = false,
 ): Promise<RuleScope | undefined> {
   if (caller.kind !== 'user') return undefined;
   const user =
-    c.rules?.namesUser && !caller.isClient
+    (alwaysUser || c.rules?.namesUser) && !caller.isClient
       ? await findUserBySubject(sql, caller.workplace, caller.usersCollection, caller.sub)
       : undefined;
   return {

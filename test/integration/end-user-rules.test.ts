@@ -241,6 +241,17 @@ describe('rules', () => {
     expect((await as(u1, 'count', { query: {} }, c)).body.result.count).toBe(0);
   });
 
+  it('$lookup applies the other collection’s rule with $$USER, though this one names no $$USER', async () => {
+    const plain = await newCollection({ read: {} });
+    const byRole = await newCollection({ read: { $expr: { $eq: ['$$USER.role', 'reader'] } } });
+    await admin('create', { docs: [{ _id: 1, k: 'a' }] }, plain);
+    await admin('create', { docs: [{ _id: 2, k: 'a' }] }, byRole);
+    const pipeline = [{ $lookup: { from: byRole, localField: 'k', foreignField: 'k', as: 'joined' } }];
+    const res = await as(u1, 'aggregate', { pipeline }, plain);
+    expect(res.status, res.text).toBe(200);
+    expect(res.body.result).toEqual([{ _id: 1, k: 'a', joined: [{ _id: 2, k: 'a' }] }]);
+  });
+
   it('replacing the rules applies to the next request', async () => {
     const c = await newCollection({ read: { kind: 'public' } });
     await admin('create', { docs: [{ kind: 'public' }, { kind: 'private' }] }, c);

@@ -9,7 +9,7 @@ import type { Sql } from '../db/connection/sql.js';
 import { findTokenVerification, grantIsLive, type TokenVerification } from '../db/platform/oidc-provider.js';
 import type { EndUser } from '../db/platform/tokens.js';
 import { errors } from '../errors.js';
-import { GRANT_CLAIM } from './claims.js';
+import { GRANT_CLAIM, isAccessTokenType } from './claims.js';
 import { RETIRED_KEY_SECONDS } from './provider.js';
 
 /** Clock skew allowed on `exp`, `nbf` and `iat` (the interface's bound). */
@@ -118,7 +118,7 @@ export class AccessTokenVerifier {
       throw invalid('The bearer token is not an access token of this workplace (not a signed JWT).');
     }
     if (header.alg !== 'RS256') throw invalid('The access token must be signed with RS256.');
-    if (typeof header.typ !== 'string' || header.typ.toLowerCase().replace(/^application\//, '') !== 'at+jwt')
+    if (!isAccessTokenType(header.typ))
       throw invalid('The bearer token is not an access token (its typ is not at+jwt).');
     const entry = await this.#keysOf(workplace, typeof header.kid === 'string' ? header.kid : undefined);
     const issuer = this.issuerOf(workplace);

@@ -38,3 +38,8 @@ export function userClaims(user: JsonObject, sub: string, names: Iterable<string
  * provider.ts), so that the data routes stop the token when the grant ends (access-tokens.ts).
  */
 export const GRANT_CLAIM = 'grant_id';
+
+/** Whether a JWT's `typ` header names an RFC 9068 access token (`at+jwt`, `application/` optional). */
+export function isAccessTokenType(typ: unknown): boolean {
+  return typeof typ === 'string' && typ.toLowerCase().replace(/^application\//, '') === 'at+jwt';
+}

@@ -1,8 +1,8 @@
 import { createLocalJWKSet, decodeProtectedHeader, type JWTPayload, jwtVerify } from 'jose';
 import type { Sql } from '../db/connection/sql.js';
-import { grantIsLive } from '../db/platform/oidc-provider.js';
+import { grantIsLive, publicJwk } from '../db/platform/oidc-provider.js';
 import { revokeGrantWithTokens } from '../db/platform/oidc-sessions.js';
-import { GRANT_CLAIM } from './claims.js';
+import { GRANT_CLAIM, isAccessTokenType } from './claims.js';
 
 /**
  * Introspection (RFC 7662) and revocation (RFC 7009) of the provider's own JWT access tokens
@@ -47,18 +47,8 @@ function isStructuredTokenRefusal(ctx: RouteContext): boolean {
 
 async function verified(token: string, c: StructuredTokenContext): Promise<JWTPayload | undefined> {
   try {
-    const header = decodeProtectedHeader(token);
-    if (
-      String(header.typ)
-        .toLowerCase()
-        .replace(/^application\//, '') !== 'at+jwt'
-    )
-      return undefined;
-    const publicKeys = c.keys.map((k) => {
-      const { d: _d, p: _p, q: _q, dp: _dp, dq: _dq, qi: _qi, ...pub } = k;
-      return pub;
-    });
-    const { payload } = await jwtVerify(token, createLocalJWKSet({ keys: publicKeys as never }), {
+    if (!isAccessTokenType(decodeProtectedHeader(token).typ)) return undefined;
+    const { payload } = await jwtVerify(token, createLocalJWKSet({ keys: c.keys.map(publicJwk) as never }), {
       algorithms: ['RS256'],
       issuer: c.issuer,
       requiredClaims: ['exp', 'client_id'],

@@ -170,6 +170,11 @@ export interface TokenVerification {
 
 const PRIVATE_JWK_MEMBERS = new Set(['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth']);
 
+/** The public part of a stored private JWK: what verifies what it signed. */
+export function publicJwk(jwk: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(jwk).filter(([k]) => !PRIVATE_JWK_MEMBERS.has(k)));
+}
+
 export async function findTokenVerification(
   sql: Sql,
   workplace: string,
@@ -186,11 +191,7 @@ export async function findTokenVerification(
     order by k.id desc`;
   const first = rows[0];
   if (!first) return undefined;
-  const keys = rows.flatMap((r) =>
-    r.private_jwk
-      ? [Object.fromEntries(Object.entries(r.private_jwk).filter(([k]) => !PRIVATE_JWK_MEMBERS.has(k)))]
-      : [],
-  );
+  const keys = rows.flatMap((r) => (r.private_jwk ? [publicJwk(r.private_jwk)] : []));
   return { workplaceId: first.workplace_id, collection: first.collection, keys };
 }
 

@@ -17,7 +17,7 @@ import { errors, MAX_PATH_PARAMETER_LENGTH } from './errors.js';
 import { createHandlers } from './handlers/index.js';
 import type { Handler, Handlers, OperationId } from './handlers/types.js';
 import { authenticating, authenticatorFor } from './http/authentication-hook.js';
-import { CorsOrigins, registerCors } from './http/cors.js';
+import { CorsOrigins, endUserRoutes, registerCors } from './http/cors.js';
 import { sendError } from './http/error-response.js';
 import { DEFAULT_BODY_LIMIT, jsonBodyParser, type ParseJson } from './http/json-body.js';
 import { requestLogHook } from './http/request-log.js';
@@ -173,7 +173,10 @@ export async function buildApp(deps: AppDeps): Promise<FastifyInstance> {
   );
 
   // Before the routes, so that its onRequest hook answers preflights ahead of authentication.
-  await registerCors(app, corsOrigins);
+  const endUserPaths = [...operations.values()]
+    .filter((op) => op.security.some((requirement) => 'EndUserToken' in requirement))
+    .map((op) => op.path);
+  await registerCors(app, corsOrigins, endUserRoutes(endUserPaths));
   await app.register(swagger, { mode: 'static', specification: { document: spec as never } });
   await app.register(swaggerUi, { routePrefix: '/docs' });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());

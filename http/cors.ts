@@ -2,6 +2,7 @@ import cors, { type FastifyCorsOptions } from '@fastify/cors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Sql } from '../db/connection/sql.js';
 import { findCorsOrigins } from '../db/platform/oidc-settings.js';
+import { WORKPLACE_NAME } from '../db/platform/workplaces.js';
 
 /**
  * CORS for end users (issue 45): a browser page may call a workplace's document routes with an
@@ -16,8 +17,34 @@ import { findCorsOrigins } from '../db/platform/oidc-settings.js';
  * of the settings is announced, and forgets them at once), so a preflight answers from memory.
  */
 
-const DOCUMENT_ROUTE =
-  /^\/v1\/workplaces\/([A-Za-z]{1,64})\/storages\/[A-Za-z]{1,64}\/(?:read|create|update|count|distinct|aggregate|delete|update-one|replace-one|delete-one|find-one-and-update|find-one-and-replace|find-one-and-delete)(?:\?|$)/;
+/**
+ * A matcher of request URLs for the routes an end user may call (the operations whose security
+ * names `EndUserToken` in openapi.yaml, so that a route added there is covered): the workplace
+ * named in the URL, or undefined for any other route.
+ */
+export function endUserRoutes(paths: readonly string[]): (url: string) => string | undefined {
+  const patterns = paths.map((path) => {
+    const source = path
+      .split(/(\{[a-z_]+\})/)
+      .map((part) =>
+        part === '{name}'
+          ? '([^/?]+)'
+          : part.startsWith('{')
+            ? '[^/?]+'
+            : part.replace(/[.*+?^$()|[\]\\]/g, '\\$&'),
+      )
+      .join('');
+    return new RegExp(`^${source}(?:\\?|$)`);
+  });
+  return (url) => {
+    for (const pattern of patterns) {
+      const workplace = pattern.exec(url)?.[1];
+      // A name as workplaces have them, or nothing to look up.
+      if (workplace !== undefined) return WORKPLACE_NAME.test(workplace) ? workplace : undefined;
+    }
+    return undefined;
+  };
+}
 
 const ORIGINS_TTL_MS = 10_000;
 const MAX_WORKPLACES = 10_000;
@@ -64,14 +91,18 @@ function optionsFor(origin: string, origins: Set<string>): FastifyCorsOptions {
   };
 }
 
-export async function registerCors(app: FastifyInstance, origins: CorsOrigins): Promise<void> {
+export async function registerCors(
+  app: FastifyInstance,
+  origins: CorsOrigins,
+  workplaceOf: (url: string) => string | undefined,
+): Promise<void> {
   await app.register(cors, {
     hideOptionsRoute: true,
     delegator(request: FastifyRequest, callback: (err: Error | null, options: FastifyCorsOptions) => void) {
       const origin = request.headers.origin;
-      const route = origin === undefined ? null : DOCUMENT_ROUTE.exec(request.url);
-      if (!route || origin === undefined) return callback(null, REFUSED);
-      const found = origins.of(route[1] as string);
+      const workplace = origin === undefined ? undefined : workplaceOf(request.url);
+      if (workplace === undefined || origin === undefined) return callback(null, REFUSED);
+      const found = origins.of(workplace);
       if (found instanceof Promise)
         found.then(
           (set) => callback(null, optionsFor(origin, set)),
